@@ -1,0 +1,30 @@
+# Two commands do all set-up on a fresh machine:  `make run`  and  `make test`.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test lint
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	# The CPU build of torch first: a plain `torch` would pull a multi-GB CUDA build.
+	$(BIN)/pip install --disable-pip-version-check -q torch==2.13.0
+	$(BIN)/pip install --disable-pip-version-check -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py demo_user
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	$(BIN)/daphne -b $(HOST) -p $(PORT) memoryos_site.asgi:application
+
+test: install
+	$(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check memory persona memoryos_site tests

@@ -1,0 +1,97 @@
+"""Retrieval selection and prompt assembly within a token budget."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .mid_term import SegmentScore
+from .ports import ChatMessage
+from .types import RecalledItem
+
+# Order in which context is kept when the budget is short: what is least replaceable first.
+SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "kb_fact", "user_trait",
+                    "agent_trait")
+SECTION_TITLES = {
+    "profile": "User profile",
+    "agent_profile": "Your persona",
+    "user_trait": "User traits",
+    "kb_fact": "Facts about the user",
+    "agent_trait": "Your traits and past suggestions",
+    "mtm_page": "Relevant earlier conversations",
+    "stm_page": "Recent conversation",
+}
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token for English; no tokenizer is needed offline."""
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+def top_segments(scores: Sequence[SegmentScore], *, top_m: int) -> list[SegmentScore]:
+    """Stage one: the top-m segments by Fscore."""
+    return sorted(scores, key=lambda s: (-s.fscore, s.segment_id))[:top_m]
+
+
+def top_items(items: Sequence[RecalledItem], *, limit: int) -> list[RecalledItem]:
+    """Best first by score, ties by ref so repeated runs agree."""
+    return sorted(items, key=lambda item: (-item.score, item.ref))[:limit]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: tuple[ChatMessage, ...]
+    included: tuple[RecalledItem, ...]
+    dropped: tuple[RecalledItem, ...] = ()
+    tokens: int = 0
+    sections: dict[str, int] = field(default_factory=dict)
+
+
+def render_item(item: RecalledItem) -> str:
+    when = item.timestamp.strftime("%d %b %Y %H:%M") if item.timestamp else ""
+    return f"- [{when}] {item.text}" if when else f"- {item.text}"
+
+
+def _fit(items: Sequence[RecalledItem], budget: int) -> tuple[list[RecalledItem], list[RecalledItem], int]:
+    """Greedy by section priority, then by the order the caller ranked them."""
+    rank = {kind: i for i, kind in enumerate(SECTION_PRIORITY)}
+    ordered = sorted(enumerate(items), key=lambda pair: (rank.get(pair[1].kind, len(rank)), pair[0]))
+    kept: list[RecalledItem] = []
+    dropped: list[RecalledItem] = []
+    used = 0
+    for _, item in ordered:
+        cost = estimate_tokens(render_item(item)) + 1
+        if used + cost <= budget:
+            kept.append(item)
+            used += cost
+        else:
+            dropped.append(item)
+    return kept, dropped, used
+
+
+def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
+                    budget_tokens: int) -> Prompt:
+    """System text, the recalled memory grouped by section, then the user's query.
+
+    The query and system text are always kept; memory fills what remains of the budget.
+    """
+    fixed = estimate_tokens(system) + estimate_tokens(query)
+    kept, dropped, used = _fit(items, max(0, budget_tokens - fixed))
+    blocks: list[str] = []
+    sections: dict[str, int] = {}
+    for kind in ("profile", "user_trait", "kb_fact", "agent_profile", "agent_trait", "mtm_page",
+                 "stm_page"):
+        chosen = [item for item in kept if item.kind == kind]
+        if kind == "stm_page":  # the recent conversation reads best in time order
+            chosen.sort(key=lambda item: (item.timestamp is None, item.timestamp))
+        if chosen:
+            sections[kind] = len(chosen)
+            body = "\n".join(render_item(item) for item in chosen)
+            blocks.append(f"## {SECTION_TITLES[kind]}\n{body}")
+    memory_text = "\n\n".join(blocks) if blocks else "(nothing remembered yet)"
+    system_text = f"{system}\n\n# Memory\n{memory_text}"
+    messages = (ChatMessage(role="system", content=system_text), ChatMessage(role="user", content=query))
+    tokens = estimate_tokens(system_text) + estimate_tokens(query)
+    return Prompt(messages=messages, included=tuple(kept), dropped=tuple(dropped), tokens=tokens,
+                  sections=sections)

@@ -1,0 +1,53 @@
+"""Similarity measures used by Fscore and retrieval."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity; 0.0 when either vector is empty or zero."""
+    if not a or not b:
+        return 0.0
+    if len(a) != len(b):
+        raise ValueError(f"vectors differ in dimension: {len(a)} != {len(b)}")
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    """|A ∩ B| / |A ∪ B|; 0.0 for two empty sets."""
+    union = a | b
+    return len(a & b) / len(union) if union else 0.0
+
+
+def fscore(*, cos: float, keywords_a: frozenset[str], keywords_b: frozenset[str]) -> float:
+    """Fscore = cos(e_s, e_p) + Jaccard(K_s, K_p) (MemoryOS paper, Eq. 2)."""
+    return cos + jaccard(keywords_a, keywords_b)
+
+
+def mean_vector(vectors: Sequence[Sequence[float]]) -> tuple[float, ...]:
+    """Unit-normalised mean; the segment embedding is the centroid of its pages."""
+    if not vectors:
+        return ()
+    dim = len(vectors[0])
+    sums = [0.0] * dim
+    for vec in vectors:
+        for i, value in enumerate(vec):
+            sums[i] += value
+    norm = math.sqrt(sum(v * v for v in sums))
+    return tuple(v / norm for v in sums) if norm else tuple(sums)
+
+
+def running_centroid(centroid: Sequence[float], count: int, added: Sequence[float]) -> tuple[float, ...]:
+    """Centroid of count+1 unit vectors from the centroid of `count` of them, re-normalised.
+
+    The stored centroid is normalised, so this is an approximation of the true mean
+    direction; it is exact for count == 0 and close enough for topic matching.
+    """
+    if count <= 0 or not centroid:
+        return mean_vector([added])
+    weighted = [c * count + a for c, a in zip(centroid, added, strict=True)]
+    return mean_vector([weighted])

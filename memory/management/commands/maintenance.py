@@ -1,0 +1,29 @@
+"""`manage.py maintenance [--user NAME]`: run due (or all) maintenance now, e.g. after a crash."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.maintenance import maintenance_run
+from memory.models import UserMemoryState
+from memory.services import MemoryInputError, user_get
+
+
+class Command(BaseCommand):
+    help = "Run memory maintenance for users whose maintenance is due, or for one user."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--user")
+
+    def handle(self, *args, **opts):
+        if opts["user"]:
+            try:
+                user_ids = [user_get(username=opts["user"]).pk]
+            except MemoryInputError as exc:
+                raise CommandError(str(exc)) from None
+        else:
+            user_ids = list(UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True))
+        for user_id in user_ids:
+            report = maintenance_run(user_id=user_id)
+            self.stdout.write(f"user={user_id} moved={report.moved} new_segments={report.created_segments} "
+                              f"evicted={len(report.evicted)} promoted={len(report.promoted)}")

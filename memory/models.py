@@ -1,0 +1,245 @@
+"""The source of truth for memory. Qdrant vectors are derived from these rows.
+
+Models stay plain: fields, choices, Meta, __str__ and to_engine(). Logic lives in services.
+"""
+
+from __future__ import annotations
+
+import uuid
+import numpy as np
+from django.conf import settings
+from django.db import models
+
+from memory.engine.types import PageView, SegmentView
+
+
+def vector_to_bytes(vector) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def bytes_to_vector(blob: bytes | memoryview | None) -> tuple[float, ...]:
+    if not blob:
+        return ()
+    return tuple(np.frombuffer(bytes(blob), dtype=np.float32).tolist())
+
+
+class Sona(models.Model):
+    """An agent persona the user talks to (Memoria's sona); its profile is the agent profile."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sonas")
+    name = models.CharField(max_length=80)
+    profile = models.TextField(blank=True, default="")
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="uniq_sona_name_per_user")]
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user_id})"
+
+
+class UserMemoryState(models.Model):
+    """One row per user: the lock that serialises a user's writes, and the page counter."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="memory_state")
+    next_seq = models.BigIntegerField(default=1)
+    maintenance_due = models.BooleanField(default=False)
+    maintenance_failures = models.IntegerField(default=0)
+    last_maintenance_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"memory state of {self.user_id}"
+
+
+class Tier(models.TextChoices):
+    STM = "stm", "short-term"
+    MTM = "mtm", "mid-term"
+    ARCHIVED = "archived", "archived (segment evicted)"
+
+
+class PageStatus(models.TextChoices):
+    PENDING = "pending", "awaiting reply"
+    COMPLETE = "complete", "complete"
+
+
+class Segment(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "active"
+        EVICTED = "evicted", "evicted"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="segments")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    summary = models.TextField(blank=True, default="")
+    keywords = models.JSONField(default=list)
+    embedding = models.BinaryField(default=b"")
+    n_visit = models.IntegerField(default=0)
+    l_interaction = models.IntegerField(default=0)
+    page_count = models.IntegerField(default=0)
+    promoted_count = models.IntegerField(default=0)
+    last_access = models.DateTimeField()
+    last_promoted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    cid = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "status"])]
+
+    def __str__(self) -> str:
+        return f"segment {self.id} ({self.page_count} pages)"
+
+    def to_engine(self) -> SegmentView:
+        return SegmentView(
+            id=str(self.id), summary=self.summary, keywords=frozenset(self.keywords),
+            embedding=bytes_to_vector(self.embedding), n_visit=self.n_visit,
+            l_interaction=self.l_interaction, last_access=self.last_access, page_count=self.page_count,
+        )
+
+
+class DialoguePage(models.Model):
+    """One turn: the user's query, the assistant's response, when it happened."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pages")
+    sona = models.ForeignKey(Sona, on_delete=models.SET_NULL, null=True, blank=True, related_name="pages")
+    seq = models.BigIntegerField()
+    query = models.TextField()
+    response = models.TextField(blank=True, default="")
+    status = models.CharField(max_length=10, choices=PageStatus.choices, default=PageStatus.PENDING)
+    timestamp = models.DateTimeField()
+    tier = models.CharField(max_length=10, choices=Tier.choices, default=Tier.STM)
+    segment = models.ForeignKey(Segment, on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="pages")
+    previous = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="next_pages")
+    chain_id = models.UUIDField(null=True, blank=True)
+    chain_done = models.BooleanField(default=False)
+    meta_chain = models.TextField(blank=True, default="")
+    keywords = models.JSONField(default=list)
+    embedding = models.BinaryField(default=b"")
+    source_ids = models.JSONField(default=list, blank=True)
+    reply_model = models.CharField(max_length=120, blank=True, default="")
+    cid = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    moved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "seq"], name="uniq_page_seq_per_user")]
+        indexes = [models.Index(fields=["user", "tier", "seq"]), models.Index(fields=["user", "chain_done"])]
+        ordering = ["seq"]
+
+    def __str__(self) -> str:
+        return f"page {self.seq} of {self.user_id} [{self.tier}]"
+
+    @property
+    def text(self) -> str:
+        return f"User: {self.query}\nAssistant: {self.response}".strip()
+
+    def to_engine(self) -> PageView:
+        return PageView(
+            id=str(self.id), query=self.query, response=self.response,
+            timestamp=self.timestamp, keywords=frozenset(self.keywords),
+            embedding=bytes_to_vector(self.embedding), seq=self.seq,
+        )
+
+
+class MemoryNode(models.Model):
+    """A node of the memory graph: anything remembered, addressed by a content id."""
+
+    class Kind(models.TextChoices):
+        PAGE = "page", "dialogue page"
+        SEGMENT = "segment", "segment"
+        FACT = "fact", "knowledge-base fact"
+        USER_TRAIT = "user_trait", "user trait update"
+        AGENT_TRAIT = "agent_trait", "agent trait"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_nodes")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    object_id = models.CharField(max_length=64)
+    cid = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "kind", "object_id"], name="uniq_node_object")]
+        indexes = [models.Index(fields=["user", "cid"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.cid[:12]}"
+
+
+class MemoryEdge(models.Model):
+    """A weighted dependency: `source` was derived from (or follows) `target`."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_edges")
+    source = models.ForeignKey(MemoryNode, on_delete=models.CASCADE, related_name="dependencies")
+    target = models.ForeignKey(MemoryNode, on_delete=models.CASCADE, related_name="dependents")
+    relation = models.CharField(max_length=24)
+    weight = models.FloatField(default=1.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "target", "relation"], name="uniq_edge")]
+
+    def __str__(self) -> str:
+        return f"{self.source_id} -{self.relation}-> {self.target_id}"
+
+
+class LifecycleEvent(models.Model):
+    class Kind(models.TextChoices):
+        PAGE_ADDED = "page_added", "page added"
+        REPLY_FALLBACK = "reply_fallback", "reply fell back to the offline engine"
+        CHAIN_LINKED = "chain_linked", "meta chain updated"
+        MOVED_TO_MTM = "moved_to_mtm", "page moved to MTM"
+        SEGMENT_MERGED = "segment_merged", "page merged into segment"
+        SEGMENT_CREATED = "segment_created", "new segment"
+        SEGMENT_EVICTED = "segment_evicted", "segment evicted"
+        SEGMENT_PROMOTED = "segment_promoted", "segment promoted to LPM"
+        FACT_ADDED = "fact_added", "knowledge-base fact added"
+        FACT_DROPPED = "fact_dropped", "knowledge-base fact dropped (FIFO)"
+        TRAIT_UPDATED = "trait_updated", "user trait updated"
+        AGENT_TRAIT_ADDED = "agent_trait_added", "agent trait added"
+        AGENT_TRAIT_DROPPED = "agent_trait_dropped", "agent trait dropped (FIFO)"
+        EDITED = "edited", "memory edited"
+        MAINTENANCE_FAILED = "maintenance_failed", "maintenance failed; will retry"
+        MODEL_OUTPUT_REJECTED = "model_output_rejected", "model output rejected"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    subject_id = models.CharField(max_length=64, blank=True, default="")
+    payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"]), models.Index(fields=["user", "kind"])]
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.subject_id}"
+
+
+class RetrievalTrace(models.Model):
+    """What one retrieval considered and why, and what entered the prompt."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="traces")
+    page = models.ForeignKey(DialoguePage, on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="traces")
+    query = models.TextField()
+    policy = models.CharField(max_length=32, default="memoryos")
+    payload = models.JSONField(default=dict)
+    prompt_tokens = models.IntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"])]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"trace {self.id} for {self.user_id}"
+

@@ -1,0 +1,167 @@
+"""Retrieval over the three tiers (the MemoryOS two-stage policy), recorded as a trace.
+
+All of STM; top-m segments by Fscore among the vector index's nearest segments, then top-k
+pages inside them by similarity; top KB facts and agent traits by similarity; the profile, the
+agent profile and the user's traits whole. Each item carries its score breakdown.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory import components
+from memory.engine import offline
+from memory.engine.heat import heat_breakdown, recency
+from memory.engine.mid_term import SegmentScore
+from memory.engine.retrieval import Prompt, top_segments
+from memory.engine.similarity import jaccard
+from memory.engine.types import RecalledItem
+from memory.models import DialoguePage, PageStatus, RetrievalTrace, Segment, Sona, Tier
+
+
+@dataclass
+class Recall:
+    query: str
+    items: list[RecalledItem]
+    trace: RetrievalTrace | None
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    latency_ms: float = 0.0
+
+    def record_prompt(self, prompt: Prompt) -> None:
+        """Add what entered the prompt, and its size, to the stored trace."""
+        if self.trace is None:
+            return
+        self.trace.payload["prompt"] = {
+            "tokens": prompt.tokens,
+            "sections": prompt.sections,
+            "included": [f"{item.kind}:{item.ref}" for item in prompt.included],
+            "dropped": [f"{item.kind}:{item.ref}" for item in prompt.dropped],
+        }
+        self.trace.prompt_tokens = prompt.tokens
+        self.trace.save(update_fields=["payload", "prompt_tokens"])
+
+
+def _stm_items(user, exclude_page_id, capacity: int) -> list[RecalledItem]:
+    pages = (DialoguePage.objects.filter(user=user, tier=Tier.STM, status=PageStatus.COMPLETE)
+             .exclude(id=exclude_page_id).order_by("-seq")[:capacity])
+    return [
+        RecalledItem(kind="stm_page", ref=str(p.id), text=f"User: {p.query} | Assistant: {p.response}",
+                     score=1.0, timestamp=p.timestamp, source_ids=tuple(p.source_ids),
+                     breakdown={"seq": float(p.seq)})
+        for p in pages
+    ]
+
+
+def _segment_stage(user, qvec, qkeywords, now: datetime, params) -> tuple[list[SegmentScore], dict, list]:
+    index = components.vector_index()
+    hits = index.search(user_id=str(user.pk), vector=qvec, limit=params.segment_candidates, kind="segment")
+    cos_by_id = {hit.id: hit.score for hit in hits}
+    rows = {str(s.id): s for s in Segment.objects.filter(user=user, id__in=list(cos_by_id),
+                                                          status=Segment.Status.ACTIVE)}
+    scores = [SegmentScore(segment_id=sid, cos=cos_by_id[sid],
+                           jaccard=jaccard(qkeywords, frozenset(rows[sid].keywords)))
+              for sid in cos_by_id if sid in rows]
+    chosen = top_segments(scores, top_m=params.top_m_segments)
+    considered = [
+        {"id": s.segment_id, "cos": round(s.cos, 4), "jaccard": round(s.jaccard, 4),
+         "fscore": round(s.fscore, 4), "chosen": s in chosen,
+         "summary": rows[s.segment_id].summary[:200],
+         "heat_before": round(heat_breakdown(rows[s.segment_id].to_engine(), now=now, params=params)["heat"], 4)}
+        for s in sorted(scores, key=lambda s: -s.fscore)
+    ]
+    return chosen, rows, considered
+
+
+def _page_stage(user, qvec, chosen: list[SegmentScore], rows, params) -> list[RecalledItem]:
+    if not chosen:
+        return []
+    fscore_by_id = {s.segment_id: s for s in chosen}
+    hits = components.vector_index().search(
+        user_id=str(user.pk), vector=qvec, limit=params.top_k_pages, kind="page",
+        match={"tier": Tier.MTM}, match_any={"segment_id": list(fscore_by_id)},
+    )
+    pages = {str(p.id): p for p in DialoguePage.objects.filter(user=user, id__in=[h.id for h in hits],
+                                                                tier=Tier.MTM)}
+    items = []
+    for hit in hits:
+        page = pages.get(hit.id)
+        if page is None:  # the index lags the database for a moment after a move
+            continue
+        seg = fscore_by_id.get(str(page.segment_id))
+        items.append(RecalledItem(
+            kind="mtm_page", ref=hit.id, text=f"User: {page.query} | Assistant: {page.response}",
+            score=hit.score, timestamp=page.timestamp, source_ids=tuple(page.source_ids),
+            breakdown={"similarity": round(hit.score, 4),
+                       "segment_fscore": round(seg.fscore, 4) if seg else 0.0,
+                       "segment_cos": round(seg.cos, 4) if seg else 0.0,
+                       "segment_jaccard": round(seg.jaccard, 4) if seg else 0.0,
+                       "segment_id": str(page.segment_id)},
+        ))
+    return items
+
+
+def _persona_items(user, qvec, sona: Sona | None, params) -> list[RecalledItem]:
+    from persona import selectors as persona_selectors
+
+    return persona_selectors.recall_items(user=user, query_vector=qvec, sona=sona,
+                                          kb_limit=params.top_kb_facts, trait_limit=params.top_agent_traits)
+
+
+def _visit_segments(chosen: list[SegmentScore], rows, now: datetime, params) -> list[dict[str, Any]]:
+    """Retrieval bumps N_visit and refreshes recency of the chosen segments (paper §3.4)."""
+    ids = [s.segment_id for s in chosen]
+    if not ids:
+        return []
+    with transaction.atomic():
+        Segment.objects.filter(id__in=ids).update(n_visit=F("n_visit") + 1, last_access=now)
+    changes = []
+    for sid in ids:
+        before = rows[sid].to_engine()
+        heat_before = heat_breakdown(before, now=now, params=params)["heat"]
+        heat_after = (heat_before - params.heat_gamma * recency(last_access=before.last_access, now=now,
+                                                                mu_seconds=params.recency_mu_seconds)
+                      + params.heat_alpha + params.heat_gamma)
+        changes.append({"segment_id": sid, "heat_before": round(heat_before, 4),
+                        "heat_after": round(heat_after, 4)})
+    return changes
+
+
+def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page_id=None,
+                     page: DialoguePage | None = None, now: datetime | None = None,
+                     update_heat: bool = True, record_trace: bool = True,
+                     query_vector: list[float] | None = None) -> Recall:
+    """Everything the reply may use, best first per tier, and a stored trace of why."""
+    started = time.perf_counter()
+    now = now or timezone.now()
+    params = components.memory_params()
+    qvec = query_vector if query_vector is not None else components.embedder().embed([query])[0]
+    qkeywords = offline.extract_keywords(query)
+    stm = _stm_items(user, exclude_page_id, params.stm_capacity)
+    chosen, rows, considered = _segment_stage(user, qvec, qkeywords, now, params)
+    mtm = _page_stage(user, qvec, chosen, rows, params)
+    persona = _persona_items(user, qvec, sona, params)
+    heat_changes = _visit_segments(chosen, rows, now, params) if update_heat else []
+    items = persona + stm + mtm
+    latency_ms = (time.perf_counter() - started) * 1000
+    trace = None
+    if record_trace:
+        trace = RetrievalTrace.objects.create(
+            user=user, page=page, query=query, latency_ms=latency_ms,
+            payload={
+                "query_keywords": sorted(qkeywords),
+                "segments": considered,
+                "pages": [{"id": i.ref, **i.breakdown} for i in mtm],
+                "stm": [i.ref for i in stm],
+                "persona": [{"kind": i.kind, "ref": i.ref, "score": round(i.score, 4)} for i in persona],
+                "heat_changes": heat_changes,
+                "params": {"top_m": params.top_m_segments, "top_k": params.top_k_pages},
+            },
+        )
+    return Recall(query=query, items=items, trace=trace, segments=considered, latency_ms=latency_ms)

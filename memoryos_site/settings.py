@@ -1,0 +1,192 @@
+"""Settings: boots with nothing configured; environment variables switch to the scale path.
+
+Defaults: SQLite and a Qdrant Edge shard under var/, in-memory channel layer, offline engine,
+local MiniLM embeddings. DATABASE_URL, REDIS_URL, QDRANT_URL and OPENAI_* switch parts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    return default if value is None else value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
+DEV_SECRET_KEY = "dev-insecure-memoryos-key-change-me"
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env("SECRET_KEY", DEV_SECRET_KEY)
+if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
+    raise ImproperlyConfigured("Set SECRET_KEY: the development key is refused when DEBUG is off.")
+ALLOWED_HOSTS = [h for h in env("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+VAR_DIR = Path(env("MEMORYOS_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "memory",
+    "persona",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memoryos_site.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "memoryos_site.asgi.application"
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'memoryos.sqlite3'}"), conn_max_age=0
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several threads (web, maintenance) write: wait for the lock instead of failing at once.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Tests use a file too: threads and processes must see one database with real locking.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-memoryos.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 8}},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# --- MemoryOS -------------------------------------------------------------------------------
+# Every tier parameter; defaults are the MemoryOS paper's (see memory/engine/types.py).
+MEMORYOS = {
+    "STM_CAPACITY": env_int("MEMORYOS_STM_CAPACITY", 7),
+    "FSCORE_THRESHOLD": env_float("MEMORYOS_FSCORE_THRESHOLD", 0.6),
+    "MTM_CAPACITY": env_int("MEMORYOS_MTM_CAPACITY", 200),
+    "KB_CAPACITY": env_int("MEMORYOS_KB_CAPACITY", 100),
+    "AGENT_TRAIT_CAPACITY": env_int("MEMORYOS_AGENT_TRAIT_CAPACITY", 100),
+    "TRAIT_DIMENSIONS": env_int("MEMORYOS_TRAIT_DIMENSIONS", 90),
+    "HEAT_THRESHOLD": env_float("MEMORYOS_HEAT_THRESHOLD", 5.0),
+    "RECENCY_MU_SECONDS": env_float("MEMORYOS_RECENCY_MU_SECONDS", 1e7),
+    "HEAT_ALPHA": env_float("MEMORYOS_HEAT_ALPHA", 1.0),
+    "HEAT_BETA": env_float("MEMORYOS_HEAT_BETA", 1.0),
+    "HEAT_GAMMA": env_float("MEMORYOS_HEAT_GAMMA", 1.0),
+    "TOP_M_SEGMENTS": env_int("MEMORYOS_TOP_M_SEGMENTS", 5),
+    "TOP_K_PAGES": env_int("MEMORYOS_TOP_K_PAGES", 10),
+    "TOP_KB_FACTS": env_int("MEMORYOS_TOP_KB_FACTS", 10),
+    "TOP_AGENT_TRAITS": env_int("MEMORYOS_TOP_AGENT_TRAITS", 10),
+    "CHAIN_THRESHOLD": env_float("MEMORYOS_CHAIN_THRESHOLD", 0.3),
+    "PROMPT_TOKEN_BUDGET": env_int("MEMORYOS_PROMPT_TOKEN_BUDGET", 3000),
+    "MAX_MESSAGE_CHARS": env_int("MEMORYOS_MAX_MESSAGE_CHARS", 4000),
+    # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,
+    # imports); "off": only `manage.py maintenance` runs it.
+    "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "thread"),
+}
+QDRANT_URL = env("QDRANT_URL")
+QDRANT_API_KEY = env("QDRANT_API_KEY") or None
+QDRANT_COLLECTION = env("QDRANT_COLLECTION", "memoryos")
+QDRANT_PATH = Path(env("QDRANT_PATH", str(VAR_DIR / "qdrant")))
+
+EMBEDDING_BACKEND = env("EMBEDDING_BACKEND", "minilm")  # minilm | openai
+EMBEDDING_MODEL = env("EMBEDDING_MODEL", "text-embedding-3-small")
+OPENAI_API_KEY = env("OPENAI_API_KEY")
+OPENAI_BASE_URL = env("OPENAI_BASE_URL") or None
+OPENAI_CHAT_MODEL = env("OPENAI_CHAT_MODEL", "gpt-4o-mini")
+OPENAI_MEMORY_MODEL = env("OPENAI_MEMORY_MODEL", OPENAI_CHAT_MODEL)
+OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 30.0)
+OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 1)
+# The LLM is used only when an endpoint is configured; otherwise the offline engine answers.
+LLM_ENABLED = bool(OPENAI_API_KEY or OPENAI_BASE_URL)
+
+LOG_LEVEL = env("LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "structured": {
+            "format": "ts=%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,95 @@
+"""Long-term persona memory: user profile, knowledge base, traits, agent traits."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class UserProfile(models.Model):
+    """Static attributes (the paper's user profile)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="persona_profile")
+    name = models.CharField(max_length=120, blank=True, default="")
+    gender = models.CharField(max_length=40, blank=True, default="")
+    birth_year = models.PositiveIntegerField(null=True, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"profile of {self.user_id}"
+
+    def as_text(self) -> str:
+        parts = [f"name: {self.name}" if self.name else "", f"gender: {self.gender}" if self.gender else "",
+                 f"born: {self.birth_year}" if self.birth_year else ""]
+        parts += [f"{key}: {value}" for key, value in sorted(self.extra.items())]
+        return "; ".join(p for p in parts if p)
+
+
+class KnowledgeFact(models.Model):
+    """A fact about the user (User KB, FIFO of 100)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_facts")
+    text = models.TextField()
+    normalised = models.CharField(max_length=500)
+    segment = models.ForeignKey("memory.Segment", on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="facts")
+    source_page_ids = models.JSONField(default=list, blank=True)
+    source_ids = models.JSONField(default=list, blank=True)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    cid = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "normalised"], name="uniq_fact_per_user")]
+        indexes = [models.Index(fields=["user", "created_at"])]
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class UserTrait(models.Model):
+    """One of the 90 trait dimensions for a user: a score in [0, 1] and its evidence."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="traits")
+    key = models.CharField(max_length=64)
+    score = models.FloatField(default=0.0)
+    evidence = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="uniq_trait_per_user")]
+        ordering = ["-score", "key"]
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.score:.2f}"
+
+
+class AgentTrait(models.Model):
+    """Something the agent developed in conversation: a suggestion, a commitment (FIFO of 100)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_traits")
+    sona = models.ForeignKey("memory.Sona", on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="traits")
+    text = models.TextField()
+    normalised = models.CharField(max_length=500)
+    segment = models.ForeignKey("memory.Segment", on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="agent_traits")
+    source_page_ids = models.JSONField(default=list, blank=True)
+    source_ids = models.JSONField(default=list, blank=True)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    cid = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "normalised"], name="uniq_agent_trait_per_user")]
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return self.text

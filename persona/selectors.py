@@ -1,0 +1,44 @@
+"""Reads of long-term persona memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory import components
+from memory.engine.traits import TRAITS_BY_KEY
+from memory.engine.types import RecalledItem
+from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
+
+
+def _vector_items(user, query_vector: Sequence[float], *, kind: str, model, limit: int) -> list[RecalledItem]:
+    hits = components.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind=kind)
+    rows = {str(r.id): r for r in model.objects.filter(user=user, id__in=[h.id for h in hits])}
+    item_kind = "kb_fact" if kind == "kb" else "agent_trait"
+    return [
+        RecalledItem(kind=item_kind, ref=hit.id, text=rows[hit.id].text, score=hit.score,
+                     timestamp=rows[hit.id].timestamp, source_ids=tuple(rows[hit.id].source_ids),
+                     breakdown={"similarity": round(hit.score, 4)})
+        for hit in hits if hit.id in rows
+    ]
+
+
+def recall_items(*, user, query_vector: Sequence[float], sona=None, kb_limit: int = 10,
+                 trait_limit: int = 10) -> list[RecalledItem]:
+    """Profile, agent profile and user traits whole; KB facts and agent traits by similarity."""
+    items: list[RecalledItem] = []
+    profile = UserProfile.objects.filter(user=user).first()
+    if profile and profile.as_text():
+        items.append(RecalledItem(kind="profile", ref="profile", text=profile.as_text(), score=1.0))
+    if sona is not None and sona.profile:
+        items.append(RecalledItem(kind="agent_profile", ref=str(sona.id), text=f"{sona.name}: {sona.profile}",
+                                  score=1.0))
+    for trait in UserTrait.objects.filter(user=user, score__gt=0).order_by("-score", "key"):
+        dim = TRAITS_BY_KEY.get(trait.key)
+        if dim is None:
+            continue
+        items.append(RecalledItem(kind="user_trait", ref=trait.key,
+                                  text=f"{dim.name} ({dim.description}): {trait.score:.2f}",
+                                  score=trait.score, breakdown={"score": round(trait.score, 4)}))
+    items += _vector_items(user, query_vector, kind="kb", model=KnowledgeFact, limit=kb_limit)
+    items += _vector_items(user, query_vector, kind="agent_trait", model=AgentTrait, limit=trait_limit)
+    return items

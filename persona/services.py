@@ -1,0 +1,179 @@
+"""Writes to long-term persona memory: promotion of hot segments, profile edits, FIFO trims."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory import components, graph
+from memory.engine import offline
+from memory.engine.graph import content_id
+from memory.engine.long_term import fifo_overflow, normalise_fact
+from memory.engine.mid_term import segment_after_promotion
+from memory.engine.ports import VectorPoint
+from memory.engine.traits import TRAITS_BY_KEY, trait_evidence, update_trait_score
+from memory.models import DialoguePage, LifecycleEvent, MemoryNode, Segment
+from memory.services import _embed_or_none, _lock_state
+from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
+
+log = logging.getLogger(__name__)
+MAX_EVIDENCE = 5
+
+
+@dataclass
+class Extraction:
+    """What a promoted segment yields, before it is written."""
+
+    facts: list[tuple[str, DialoguePage]] = field(default_factory=list)
+    agent_traits: list[tuple[str, DialoguePage]] = field(default_factory=list)
+    trait_hits: list[tuple[str, float, tuple[str, ...], DialoguePage]] = field(default_factory=list)
+
+
+def extract_from_pages(pages: Sequence[DialoguePage]) -> Extraction:
+    """Offline extraction: patterns for facts and agent traits, lexicons for trait evidence."""
+    result = Extraction()
+    for page in pages:
+        result.facts += [(fact, page) for fact in offline.extract_user_facts(page.query)]
+        result.agent_traits += [(trait, page) for trait in offline.extract_agent_traits(page.response)]
+        result.trait_hits += [(ev.key, ev.weight, ev.matched, page) for ev in trait_evidence(page.query)]
+    return result
+
+
+def persona_promote_segment(*, user_id: int, segment_id: str, heat: float) -> bool:
+    """Promote a hot segment to LPM: KB facts, user traits and agent traits with provenance edges.
+
+    Only pages not yet promoted are read; L_interaction then resets to 0.
+    """
+    segment = Segment.objects.get(id=segment_id, user_id=user_id)
+    since = segment.last_promoted_at
+    pages = list(DialoguePage.objects.filter(segment=segment).order_by("seq"))
+    fresh = [p for p in pages if since is None or (p.moved_at and p.moved_at > since)] or pages
+    extraction = extract_from_pages(fresh)
+    texts = [text for text, _ in extraction.facts] + [text for text, _ in extraction.agent_traits]
+    vectors = (_embed_or_none(texts) or []) if texts else []
+    with transaction.atomic():
+        _lock_state(user_id)
+        segment = Segment.objects.get(id=segment_id)
+        if segment.l_interaction == 0 or segment.status != Segment.Status.ACTIVE:
+            return False  # another worker promoted or evicted it meanwhile
+        points = _write_extraction(user_id, segment, extraction, vectors)
+        dropped = _trim_fifo(user_id)
+        segment.l_interaction = segment_after_promotion(segment.to_engine()).l_interaction
+        segment.promoted_count += 1
+        segment.last_promoted_at = timezone.now()
+        segment.save(update_fields=["l_interaction", "promoted_count", "last_promoted_at"])
+        graph.event_record(user_id=user_id, kind=LifecycleEvent.Kind.SEGMENT_PROMOTED, subject_id=segment.id,
+                           heat=round(heat, 4), facts=len(extraction.facts),
+                           agent_traits=len(extraction.agent_traits), trait_hits=len(extraction.trait_hits))
+        transaction.on_commit(lambda: _sync_vectors(user_id, points, dropped))
+    return True
+
+
+def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
+                      vectors: list[list[float]]) -> list[VectorPoint]:
+    seg_node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.SEGMENT, object_id=str(segment.id),
+                              cid=segment.cid or str(segment.id))
+    points: list[VectorPoint] = []
+    vector_iter = iter(vectors)
+    for model, kind, items in ((KnowledgeFact, "kb", extraction.facts),
+                               (AgentTrait, "agent_trait", extraction.agent_traits)):
+        for text, page in items:
+            vector = next(vector_iter, None)
+            row = _lpm_row_put(model, user_id=user_id, text=text, page=page, segment=segment)
+            if row is None:
+                continue
+            node_kind = MemoryNode.Kind.FACT if kind == "kb" else MemoryNode.Kind.AGENT_TRAIT
+            node = graph.node_put(user_id=user_id, kind=node_kind, object_id=str(row.id), cid=row.cid)
+            graph.edge_put(user_id=user_id, source=node, target=seg_node, relation="extracted_from")
+            page_node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.PAGE, object_id=str(page.id),
+                                       cid=page.cid or str(page.id))
+            graph.edge_put(user_id=user_id, source=node, target=page_node, relation="stated_in")
+            event = (LifecycleEvent.Kind.FACT_ADDED if kind == "kb" else LifecycleEvent.Kind.AGENT_TRAIT_ADDED)
+            graph.event_record(user_id=user_id, kind=event, subject_id=row.id, text=text,
+                               segment_id=str(segment.id), page_id=str(page.id))
+            if vector is not None:
+                points.append(VectorPoint(id=str(row.id), vector=vector, text=text,
+                                          payload={"user_id": str(user_id), "kind": kind,
+                                                   "timestamp": page.timestamp.timestamp()}))
+    for key, weight, matched, page in extraction.trait_hits:
+        _trait_update(user_id, key, weight, matched, page, seg_node)
+    return points
+
+
+def _lpm_row_put(model, *, user_id: int, text: str, page: DialoguePage, segment: Segment):
+    """A new KB fact or agent trait, or None when the same one is already stored."""
+    normalised = normalise_fact(text)[:500]
+    if not normalised or model.objects.filter(user_id=user_id, normalised=normalised).exists():
+        return None
+    extra = {"sona_id": page.sona_id} if model is AgentTrait else {}
+    return model.objects.create(
+        user_id=user_id, text=text, normalised=normalised, segment=segment, source_page_ids=[str(page.id)],
+        source_ids=list(page.source_ids), timestamp=page.timestamp,
+        cid=content_id(model.__name__, {"user": user_id, "text": normalised}), **extra,
+    )
+
+
+def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...], page: DialoguePage,
+                  seg_node: MemoryNode) -> None:
+    trait, _ = UserTrait.objects.get_or_create(user_id=user_id, key=key)
+    old = trait.score
+    trait.score = update_trait_score(old, weight)
+    trait.evidence = ([{"page_id": str(page.id), "matched": list(matched), "weight": round(weight, 4),
+                        "source_ids": list(page.source_ids), "text": page.query[:200]}]
+                      + list(trait.evidence))[:MAX_EVIDENCE]
+    trait.save(update_fields=["score", "evidence", "updated_at"])
+    node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.USER_TRAIT, object_id=f"{key}:{page.id}",
+                          cid=content_id("user_trait", {"key": key, "page": str(page.id)}))
+    graph.edge_put(user_id=user_id, source=node, target=seg_node, relation="evidence_from", weight=weight)
+    graph.event_record(user_id=user_id, kind=LifecycleEvent.Kind.TRAIT_UPDATED, subject_id=key,
+                       name=TRAITS_BY_KEY[key].name, before=round(old, 4), after=round(trait.score, 4),
+                       matched=list(matched), page_id=str(page.id))
+
+
+def _trim_fifo(user_id: int) -> list[str]:
+    """KB and agent traits keep their newest entries up to capacity."""
+    params = components.memory_params()
+    dropped: list[str] = []
+    for model, capacity, kind in ((KnowledgeFact, params.kb_capacity, LifecycleEvent.Kind.FACT_DROPPED),
+                                  (AgentTrait, params.agent_trait_capacity,
+                                   LifecycleEvent.Kind.AGENT_TRAIT_DROPPED)):
+        ids = [str(i) for i in model.objects.filter(user_id=user_id).order_by("created_at", "id")
+               .values_list("id", flat=True)]
+        doomed = fifo_overflow(ids, capacity=capacity)
+        if doomed:
+            model.objects.filter(id__in=doomed).delete()
+            for row_id in doomed:
+                graph.event_record(user_id=user_id, kind=kind, subject_id=row_id)
+            dropped += doomed
+    return dropped
+
+
+def _sync_vectors(user_id: int, points: list[VectorPoint], dropped: list[str]) -> None:
+    index = components.vector_index()
+    if points:
+        index.upsert(points)
+    if dropped:
+        index.delete(user_id=str(user_id), ids=dropped)
+
+
+def profile_update(*, user, name: str | None = None, gender: str | None = None,
+                   birth_year: int | None = None) -> UserProfile:
+    """The static profile; only the fields given change."""
+    if birth_year is not None and not 1900 <= birth_year <= timezone.now().year:
+        raise ValueError(f"Birth year {birth_year} is out of range.")
+    with transaction.atomic():
+        profile, _ = UserProfile.objects.select_for_update().get_or_create(user=user)
+        changed = []
+        for attr, value in (("name", name), ("gender", gender), ("birth_year", birth_year)):
+            if value is not None:
+                setattr(profile, attr, value.strip() if isinstance(value, str) else value)
+                changed.append(attr)
+        if changed:
+            profile.save(update_fields=changed + ["updated_at"])
+            graph.event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile",
+                               fields=changed)
+    return profile

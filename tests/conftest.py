@@ -1,0 +1,45 @@
+"""Shared fixtures: a fresh Qdrant Edge shard per test, maintenance inline, real MiniLM."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.openai_server import openai_server  # noqa: F401  (re-exported fixture)
+
+
+@pytest.fixture
+def memory_env(settings, tmp_path, transactional_db):
+    """Real database transactions (on_commit runs), a private vector shard, maintenance inline."""
+    from memory import components
+
+    settings.QDRANT_URL = ""
+    settings.QDRANT_PATH = tmp_path / "qdrant"
+    settings.MEMORYOS = {**settings.MEMORYOS, "MAINTENANCE_MODE": "sync"}
+    settings.LLM_ENABLED = False
+    _reset_index_and_model(components)
+    yield settings
+    _reset_index_and_model(components)
+
+
+def _reset_index_and_model(components) -> None:
+    """Forget the vector index and chat model; the embedder (slow to load) stays."""
+    if components.vector_index.cache_info().currsize:
+        close = getattr(components.vector_index(), "close", None)
+        if close:
+            close()
+    components.vector_index.cache_clear()
+    components.chat_model.cache_clear()
+
+
+@pytest.fixture
+def make_user(db):
+    from django.contrib.auth import get_user_model
+
+    counter = iter(range(1, 10_000))
+
+    def _make(username: str | None = None, **extra):
+        User = get_user_model()
+        return User.objects.create_user(username=username or f"user{next(counter)}", password="pw-123456789",
+                                        **extra)
+
+    return _make

@@ -1,0 +1,60 @@
+"""Prompt assembly within a token budget, and selection helpers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memory.engine.mid_term import SegmentScore
+from memory.engine.retrieval import assemble_prompt, estimate_tokens, top_items, top_segments
+from memory.engine.types import RecalledItem
+
+T = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def item(kind, ref, text, score=0.5, ts=T):
+    return RecalledItem(kind=kind, ref=ref, text=text, score=score, timestamp=ts)
+
+
+def test_estimate_tokens():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+
+
+def test_top_segments_by_fscore():
+    scores = [SegmentScore("a", 0.5, 0.0), SegmentScore("b", 0.3, 0.4), SegmentScore("c", 0.9, 0.1),
+              SegmentScore("d", 0.1, 0.0), SegmentScore("e", 0.2, 0.2), SegmentScore("f", 0.6, 0.0)]
+    assert [s.segment_id for s in top_segments(scores, top_m=5)] == ["c", "b", "f", "a", "e"]
+
+
+def test_top_items_order_and_limit():
+    items = [item("kb_fact", "x", "x", 0.2), item("kb_fact", "y", "y", 0.9), item("kb_fact", "z", "z", 0.9)]
+    assert [i.ref for i in top_items(items, limit=2)] == ["y", "z"]
+
+
+def test_prompt_contains_sections_and_query():
+    items = [item("stm_page", "p1", "User: hi | Assistant: hello"),
+             item("kb_fact", "f1", "User has a dog named Max"),
+             item("profile", "profile", "name: Ana", ts=None)]
+    prompt = assemble_prompt(query="What is my dog called?", items=items, system="SYS", budget_tokens=1000)
+    system, user = prompt.messages
+    assert user.content == "What is my dog called?"
+    assert "## User profile\n- name: Ana" in system.content
+    assert "User has a dog named Max" in system.content
+    assert "## Recent conversation" in system.content
+    assert prompt.sections == {"profile": 1, "kb_fact": 1, "stm_page": 1}
+    assert prompt.tokens == estimate_tokens(system.content) + estimate_tokens(user.content)
+
+
+def test_budget_drops_lowest_priority_first():
+    long_fact = item("kb_fact", "f", "x" * 400)  # ~100+ tokens
+    stm = item("stm_page", "p", "recent words")
+    prompt = assemble_prompt(query="q", items=[long_fact, stm], system="s", budget_tokens=40)
+    assert [i.ref for i in prompt.included] == ["p"]
+    assert [i.ref for i in prompt.dropped] == ["f"]
+    assert "x" * 50 not in prompt.messages[0].content
+
+
+def test_empty_memory_says_so():
+    prompt = assemble_prompt(query="q", items=[], system="s", budget_tokens=100)
+    assert "(nothing remembered yet)" in prompt.messages[0].content

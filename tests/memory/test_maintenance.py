@@ -1,0 +1,193 @@
+"""STM → MTM → LPM with the real MiniLM model and a real Qdrant Edge shard."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from memory import components
+from memory.maintenance import maintenance_run, page_move_to_mtm
+from memory.models import (DialoguePage, LifecycleEvent, MemoryEdge, PageStatus, Segment, Tier,
+                           UserMemoryState)
+from memory.services import page_complete, page_start
+from persona.models import AgentTrait, KnowledgeFact, UserTrait
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+
+
+def tune(settings, **params):
+    settings.MEMORYOS = {**settings.MEMORYOS, **params}
+
+
+def add_page(user, query, response="", **kw):
+    page = page_start(user=user, query=query, **kw)
+    return page_complete(page=page, response=response, reply_model="test")
+
+
+def test_same_topic_pages_share_a_segment_and_others_start_one(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    add_page(user, "I adopted a puppy named Max last week.", "A puppy! How is Max settling in?")
+    add_page(user, "Max the puppy chewed my shoes again.", "Puppies chew a lot; get Max some chew toys.")
+    add_page(user, "My quarterly tax filing is due on Friday.", "Do you have your receipts ready?")
+    add_page(user, "Anything else?", "")
+    seg_of = {p.query[:12]: p.segment_id for p in DialoguePage.objects.filter(user=user, tier=Tier.MTM)}
+    assert seg_of["I adopted a "] == seg_of["Max the pupp"]
+    assert seg_of["My quarterly"] != seg_of["I adopted a "]
+    merged = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.SEGMENT_MERGED)
+    assert merged.payload["best_fscore"] > 0.6
+    created = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.SEGMENT_CREATED)
+    assert created.count() == 2
+    assert created.last().payload["best_fscore"] is None
+    assert created.first().payload["best_fscore"] <= 0.6
+
+
+def test_segment_gets_keywords_summary_and_graph_edges(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    add_page(user, "I started learning the violin in September.", "How are the violin lessons going?")
+    add_page(user, "Next topic.", "")
+    segment = Segment.objects.get(user=user)
+    assert "violin" in segment.keywords
+    assert "violin" in segment.summary
+    assert segment.l_interaction == 1 and segment.page_count == 1
+    assert MemoryEdge.objects.filter(user=user, relation="contains").count() == 1
+    assert components.vector_index().count(user_id=str(user.pk), kind="segment") == 1
+
+
+def test_moving_a_page_twice_is_a_no_op(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    first = add_page(user, "I like tea.", "Green or black?")
+    add_page(user, "Second page.", "")
+    assert page_move_to_mtm(user_id=user.pk, page_id=str(first.id)) is None
+    assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == 1
+
+
+def test_over_capacity_the_coldest_segment_is_evicted(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1, MTM_CAPACITY=2)
+    user = make_user()
+    topics = ["I repaired my bicycle chain today.", "My grandmother bakes the best apple pie.",
+              "The stock market fell sharply this week.", "Last topic to push the others."]
+    for text in topics:
+        add_page(user, text, "")
+    # three segments were made, one over capacity: the first (oldest access, same heat) went
+    evicted = Segment.objects.get(user=user, status=Segment.Status.EVICTED)
+    first_page = DialoguePage.objects.get(user=user, seq=1)
+    assert evicted.id == first_page.segment_id
+    assert first_page.tier == Tier.ARCHIVED
+    assert Segment.objects.filter(user=user, status=Segment.Status.ACTIVE).count() == 2
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.SEGMENT_EVICTED)
+    assert event.subject_id == str(evicted.id)
+    index = components.vector_index()
+    assert index.count(user_id=str(user.pk), kind="segment") == 2
+    hits = index.search(user_id=str(user.pk), vector=list(first_page.to_engine().embedding), limit=5, kind="page")
+    assert str(first_page.id) not in {h.id for h in hits}
+
+
+def test_hot_segment_is_promoted_with_provenance_and_resets(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    lines = [
+        "I love hiking in the mountains with my dog.",
+        "I went hiking on the Pico trail last weekend with my dog.",
+        "My favorite hiking trail is the Pico trail.",
+        "I bought new hiking boots for the mountain trails.",
+        "I'm planning a hiking trip to the Alps in June.",
+        "I hiked up the mountain again with my dog on Sunday.",
+    ]
+    for line in lines:
+        add_page(user, line, "You should try the ridge trail next time.")
+    add_page(user, "Unrelated closing line about taxes.", "")
+    promoted = Segment.objects.filter(user=user, promoted_count__gt=0)
+    assert promoted.count() == 1
+    segment = promoted.get()
+    # heat = 0 visits + L + 1 > 5 once the segment holds 5 pages; afterwards L restarts from 0
+    assert segment.l_interaction == segment.page_count - 5
+    facts = KnowledgeFact.objects.filter(user=user)
+    assert facts.exists() and all(f.segment_id == segment.id for f in facts)
+    assert any("hiking" in f.text.lower() for f in facts)
+    assert UserTrait.objects.filter(user=user, key="travel_interest", score__gt=0).exists() or \
+        UserTrait.objects.filter(user=user, score__gt=0).exists()
+    assert AgentTrait.objects.filter(user=user).exists()
+    assert MemoryEdge.objects.filter(user=user, relation="extracted_from").count() == facts.count() + \
+        AgentTrait.objects.filter(user=user).count()
+    assert MemoryEdge.objects.filter(user=user, relation="stated_in").exists()
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.SEGMENT_PROMOTED).count() == 1
+    assert components.vector_index().count(user_id=str(user.pk), kind="kb") == facts.count()
+
+
+def test_kb_and_agent_traits_stay_fifo_bounded(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1, KB_CAPACITY=3, AGENT_TRAIT_CAPACITY=2, HEAT_THRESHOLD=0.5)
+    user = make_user()
+    # every page is its own hot segment (τ = 0.5) and yields one fact and one agent trait
+    facts = ["I love sailing.", "I love pottery.", "I love chess.", "I love baking bread.", "I love cycling."]
+    for text in facts:
+        add_page(user, text, "I recommend joining a local club.")
+    add_page(user, "Closing page.", "")
+    kb = list(KnowledgeFact.objects.filter(user=user).order_by("created_at").values_list("text", flat=True))
+    assert len(kb) == 3
+    assert "chess" in kb[0].lower() and "cycling" in kb[-1].lower()
+    assert AgentTrait.objects.filter(user=user).count() <= 2
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.FACT_DROPPED).count() == 2
+    assert components.vector_index().count(user_id=str(user.pk), kind="kb") == 3
+
+
+def test_failed_maintenance_is_recorded_and_resumes(make_user, memory_env, monkeypatch):
+    tune(memory_env, STM_CAPACITY=1, MAINTENANCE_MODE="off")
+    user = make_user()
+    add_page(user, "I like jazz.", "")
+    add_page(user, "I like blues.", "")
+
+    def boom(**kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("memory.maintenance.page_move_to_mtm", boom)
+    with pytest.raises(RuntimeError):
+        maintenance_run(user_id=user.pk)
+    state = UserMemoryState.objects.get(user=user)
+    assert state.maintenance_due and state.maintenance_failures == 1 and "disk full" in state.last_error
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MAINTENANCE_FAILED).exists()
+    monkeypatch.undo()
+    report = maintenance_run(user_id=user.pk)
+    assert report.moved == 1
+    state.refresh_from_db()
+    assert not state.maintenance_due and state.maintenance_failures == 0
+    assert maintenance_run(user_id=user.pk).moved == 0  # idempotent
+
+
+def test_page_without_embedding_is_embedded_by_maintenance(make_user, memory_env, monkeypatch):
+    user = make_user()
+    monkeypatch.setattr("memory.services._embed_or_none", lambda texts: None)
+    page = add_page(user, "Embedder was down for this one.", "")
+    assert page.embedding == b""
+    monkeypatch.undo()
+    maintenance_run(user_id=user.pk)
+    page.refresh_from_db()
+    assert len(page.embedding) == 384 * 4
+    assert components.vector_index().count(user_id=str(user.pk), kind="page") == 1
+
+
+def test_meta_chain_links_related_pages(make_user, memory_env):
+    user = make_user()
+    a = add_page(user, "I'm training for the Berlin marathon.", "How many kilometres a week?")
+    b = add_page(user, "I run about sixty kilometres a week for the marathon.", "Great base.")
+    c = add_page(user, "What is the capital of Peru?", "Lima.")
+    for page in (a, b, c):
+        page.refresh_from_db()
+    assert b.previous_id == a.id and b.chain_id == a.chain_id == a.id
+    assert c.chain_id == c.id and c.previous_id is None
+    assert "marathon" in b.meta_chain.lower()
+    assert all(p.chain_done for p in (a, b, c))
+
+
+def test_pending_pages_are_not_moved(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    pending = page_start(user=user, query="still streaming")
+    add_page(user, "done one", "")
+    add_page(user, "done two", "")
+    pending.refresh_from_db()
+    assert pending.tier == Tier.STM and pending.status == PageStatus.PENDING
+    assert DialoguePage.objects.filter(user=user, tier=Tier.STM, status=PageStatus.COMPLETE).count() == 1
+    assert timezone.now() >= pending.timestamp
