@@ -86,7 +86,7 @@ def maintenance_run(*, user_id: int, now: datetime | None = None) -> Maintenance
             raise
         UserMemoryState.objects.filter(user_id=user_id).update(
             maintenance_due=False, maintenance_failures=0, last_maintenance_at=timezone.now(), last_error="")
-    log.info("event=maintenance_done user=%s moved=%s evicted=%s promoted=%s", user_id, report.moved,
+    log.debug("event=maintenance_done user=%s moved=%s evicted=%s promoted=%s", user_id, report.moved,
              len(report.evicted), len(report.promoted))
     return report
 
@@ -211,16 +211,24 @@ def page_move_to_mtm(*, user_id: int, page_id: str) -> bool | None:
 
 
 def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) -> None:
-    """Counters and centroid from the engine; keywords and summary recomputed from the pages."""
+    """Counters from the engine; keywords, summary and e_s recomputed as the segment grows.
+
+    e_s is the embedding of the segment's summary and keywords, as in the paper. (The centroid
+    of the pages was tried: a large segment's centroid is close to every casual page, so one
+    segment swallowed most of a conversation.) The centroid stays as the fallback when the
+    embedder is down.
+    """
     recent = [] if segment._state.adding else list(
         DialoguePage.objects.filter(segment=segment).order_by("-seq")[:SUMMARY_PAGES])
     members = [page] + recent
     segment.l_interaction = merged.l_interaction
     segment.page_count = merged.page_count
-    segment.embedding = vector_to_bytes(merged.embedding)
     segment.keywords = sorted(mid_term.segment_keywords([frozenset(p.keywords) for p in members]))
-    segment.summary = offline.summarize([page_text(p.query, p.response, p.reply_model) for p in reversed(members)],
-                                        max_sentences=3, max_chars=400)
+    segment.summary = offline.summarize(
+        [page_text(p.query, p.response, p.reply_model) for p in reversed(members)], max_sentences=3,
+        max_chars=400)
+    vectors = _embed_or_none([segment_text(segment)])
+    segment.embedding = vector_to_bytes(vectors[0] if vectors else merged.embedding)
     segment.cid = content_id("segment", {"id": str(segment.id), "summary": segment.summary})
     segment.save()
 
@@ -240,12 +248,16 @@ def _record_move(user_id: int, page: DialoguePage, segment: Segment, plan: mid_t
     _edge(user_id, segment, MemoryNode.Kind.SEGMENT, page, MemoryNode.Kind.PAGE, "contains")
 
 
+def segment_text(segment: Segment) -> str:
+    return f"{segment.summary}\n{' '.join(segment.keywords)}".strip()
+
+
 def _segment_point(segment: Segment):
     from memory.engine.ports import VectorPoint
     from memory.models import bytes_to_vector
 
     return VectorPoint(id=str(segment.id), vector=list(bytes_to_vector(segment.embedding)),
-                       text=f"{segment.summary}\n{' '.join(segment.keywords)}",
+                       text=segment_text(segment),
                        payload={"user_id": str(segment.user_id), "kind": "segment"})
 
 

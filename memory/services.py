@@ -6,6 +6,7 @@ Maintenance (STM → MTM → LPM) lives in memory/maintenance.py and runs off th
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +33,10 @@ SYSTEM_PROMPT = (
     "You are {sona}, a personal assistant with a long-term memory of this user. Use the memory below "
     "when it is relevant; say so when you do not remember something instead of guessing. Reply briefly."
 )
+
+
+# "Caroline: ..." in imported transcripts: a speaker label is not a topic keyword.
+SPEAKER_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))[A-Z][\w'-]{0,30}:\s")
 
 
 class MemoryInputError(ValueError):
@@ -128,7 +133,7 @@ def page_complete(*, page: DialoguePage, response: str, reply_model: str,
     if embedding is None:
         vectors = _embed_or_none([text])
         embedding = vectors[0] if vectors else None
-    keywords = sorted(offline.extract_keywords(text))
+    keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", text)))
     cid = content_id("page", {"query": page.query, "response": response, "timestamp": page.timestamp,
                               "user": page.user_id})
     with transaction.atomic():

@@ -8,7 +8,7 @@ from ninja.security import django_auth
 from memory.api import router as memory_router
 from memory.services import MemoryInputError
 
-api = NinjaAPI(title="MemoryOS", version="1", auth=django_auth, csrf=True)
+api = NinjaAPI(title="MemoryOS", version="1", auth=django_auth)
 api.add_router("/memory/", memory_router)
 
 

@@ -7,6 +7,7 @@ local MiniLM embeddings. DATABASE_URL, REDIS_URL, QDRANT_URL and OPENAI_* switch
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -100,8 +101,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    # Tests use a file too: threads and processes must see one database with real locking.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-memoryos.sqlite3")}
+    # Tests use a file too: threads must see one database with real locking. One per test
+    # process, so that two test runs on one machine never share it.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(tempfile.gettempdir(), f"memoryos-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")

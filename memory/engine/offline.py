@@ -50,7 +50,7 @@ heard sound share appreciate agree remember sure right true real new old first l
 ready busy tired hard tough easy long whole best better bad life moment experience people help
 check idea thing awesome beautiful gorgeous cute brave strong glad dear man dude guys folks put
 similar favorite favourite two three four five six seven eight nine ten morning afternoon evening night
-wait happen spoke give gave set stay find start welcome
+wait happen spoke give gave set stay find start welcome forget mind
 """.split()
 
 _STOPWORDS = frozenset(_FUNCTION_WORDS.split()) | frozenset(_CHATTER_WORDS)
@@ -72,13 +72,17 @@ _IRREGULAR = {
     "ridden": "ride", "ate": "eat", "eaten": "eat", "built": "build", "sold": "sell",
     "caught": "catch", "chose": "choose", "chosen": "choose", "threw": "throw", "broke": "break",
     "broken": "break", "fell": "fall", "taken": "take", "gave": "give", "given": "give",
-    "studies": "study", "cookies": "cookie", "movies": "movie", "movie": "movie",
+    # plurals of -ie nouns, which the -ies rule would turn into -y
+    "movies": "movie", "cookies": "cookie", "selfies": "selfie", "brownies": "brownie",
+    "zombies": "zombie", "calories": "calorie", "smoothies": "smoothie", "hoodies": "hoodie",
+    "foodies": "foodie", "rookies": "rookie", "goalies": "goalie", "pies": "pie", "ties": "tie",
 }
 # Words the suffix rules would damage.
 _KEEP_AS_IS = frozenset("""
 morning evening wedding sibling ceiling during pudding nothing something anything everything news
 series species lens bus gas chaos physics mathematics politics economics athletics gymnastics
-aerobics chess always perhaps yes this his its thus tennis christmas texas paris
+aerobics chess always perhaps yes this his its thus tennis christmas texas paris bias canvas atlas
+alias vegas kansas
 """.split())
 
 
@@ -122,7 +126,7 @@ def _strip_plural(word: str) -> str:
         return word[:-3] + "y" if len(word) > 4 else word[:-1]
     if word.endswith(("ches", "shes", "xes", "zzes")):
         return word[:-2]
-    if word.endswith(("ss", "us", "is")) or not word.endswith("s"):
+    if word.endswith(("ss", "us", "is", "ias")) or not word.endswith("s"):
         return word
     return word[:-1]
 
@@ -171,10 +175,7 @@ def stem(word: str, *, keep_plural: bool = False) -> str:
         word = _strip_plural(word)
         if word in _KEEP_AS_IS:
             return word
-    word = _strip_verb_suffix(word)
-    if word.endswith("ie") and len(word) > 4:  # "movie" and "movies" meet at one stem
-        word = word[:-2] + "y"
-    return word
+    return _strip_verb_suffix(word)
 
 
 _STOP_STEMS = frozenset(stem(word) for word in _STOPWORDS)
@@ -185,7 +186,8 @@ _ADVERB_ENDINGS = ("ally", "ously", "ively", "fully", "ently", "antly", "lessly"
 
 # --- tokens -----------------------------------------------------------------------------------
 
-_ROLE_LABEL = re.compile(r"(?im)^\s*(user|assistant|system)\s*:\s*")
+# Role labels open a line ("User: ...") or follow a bar ("User: ... | Assistant: ...").
+_ROLE_LABEL = re.compile(r"(?im)(?:^|\s\|)\s*(user|assistant|system)\s*:\s*")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
 _WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)*")
 
@@ -310,7 +312,7 @@ def summarize(texts: Sequence[str], *, max_sentences: int = 3, max_chars: int = 
     ranked = [index for score, index in sorted(scores, key=lambda p: (-p[0], p[1])) if score > 0]
     chosen = sorted((ranked or [0])[:max_sentences])
     while len(chosen) > 1 and len(" ".join(sentences[i] for i in chosen)) > max_chars:
-        chosen.remove(min(chosen, key=lambda i: (ranked.index(i) * -1, i)))
+        chosen.remove(max(chosen, key=ranked.index))  # the weakest goes first
     return _truncate(" ".join(sentences[i] for i in chosen), max_chars)
 
 
@@ -323,6 +325,8 @@ practice practise write cook bake paint draw sing dance swim hike ride drive wat
 plan attend take use visit support believe care miss struggle speak follow identify mentor coach
 train meditate garden knit sew travel camp fish surf ski climb jog blog build make do go keep
 """.split())
+_PAST_OF = {"have": "had", "love": "loved", "like": "liked", "enjoy": "enjoyed", "go": "went",
+            "make": "made", "take": "took", "want": "wanted", "need": "needed", "try": "tried"}
 _PAST_VERBS = frozenset("""
 went got bought made took saw met ran won lost began wrote drew sang swam rode drove ate had did
 found built gave left sold read taught became came grew flew spent brought chose held threw fell
@@ -367,9 +371,9 @@ _SELF_PRONOUNS = {"my": "their", "me": "them", "mine": "theirs", "myself": "them
                   "i'm": "they're", "i've": "they've", "i'll": "they'll", "i'd": "they'd",
                   "we": "they", "our": "their", "ours": "theirs", "us": "them",
                   "ourselves": "themselves", "we're": "they're", "we've": "they've",
-                  "we'll": "they'll", "am": "are"}
-_LISTENER = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|u|ur)\b", re.I)
-_LISTENER_PRONOUNS = {"you": "the user", "your": "the user's", "yours": "the user's",
+                  "we'll": "they'll"}
+_LISTENER = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|u|ur|ya)\b", re.I)
+_LISTENER_PRONOUNS = {"you": "the user", "ya": "the user", "your": "the user's", "yours": "the user's",
                       "yourself": "themselves", "you're": "the user is", "you've": "the user has",
                       "you'll": "the user will", "you'd": "the user would"}
 _MAX_OBJECT_WORDS = 16
@@ -395,11 +399,15 @@ def _swap_pronouns(text: str, *, listener: bool = False, speaker: str | None = N
             return word
         return swapped[0].upper() + swapped[1:] if word[0].isupper() and lower != "i" else swapped
     swapped = re.sub(r"[A-Za-z]+(?:'[a-z]+)?", replace, text)
-    return re.sub(r"\bthey was\b", "they were", swapped)
+    for wrong, right in (("was they", "were they"), ("they was", "they were"), ("they am", "they are")):
+        swapped = re.sub(rf"\b{wrong}\b", right, swapped)
+    return swapped
 
 
-_DANGLING = re.compile(r"(?:\s+(?:for|to|with|of|and|or|that|which|the|a|an|in|on|at|about|from|by|"
-                       r"as|like|when|while|if|but|so|because|my|our|your|their))+$", re.I)
+_DANGLING = re.compile(r"(?:[\s,]+(?:for|to|with|of|and|or|that|which|the|a|an|in|on|at|about|from|by|"
+                       r"as|like|when|while|if|but|so|because|my|our|your|their|then|thanks|too|"
+                       r"now|though|anyway|lol|haha|btw|right|either))+$", re.I)
+_TRAILING_NAME = re.compile(r",\s*[A-Z][a-z]+$")  # "..., James": the person addressed
 
 
 def _clause_object(rest: str) -> str:
@@ -409,7 +417,7 @@ def _clause_object(rest: str) -> str:
     if len(words) > _MAX_OBJECT_WORDS:
         head = " ".join(words[:_MAX_OBJECT_WORDS])
         rest = head[: head.rfind(",")] if head.rfind(",") > 20 else head
-    rest = _DANGLING.sub("", " " + rest.strip(" ,")).strip(" ,")
+    rest = _DANGLING.sub("", " " + _TRAILING_NAME.sub("", rest.strip(" ,"))).strip(" ,")
     if rest.count('"') % 2:  # a quotation cut in half loses its stray mark
         rest = rest.replace('"', "")
     return rest
@@ -446,16 +454,6 @@ def _is_question(sentence: str) -> bool:
     return sentence.rstrip(" \"')").endswith("?")
 
 
-def _skip_adverbs(words: list[str]) -> tuple[list[str], list[str]]:
-    """Leading adverbs split off; fillers ("really") are dropped, others ("recently") kept."""
-    kept = []
-    while words and words[0].lower() in _ADVERBS:
-        if words[0].lower() not in _FILLER_ADVERBS:
-            kept.append(words[0].lower())
-        words = words[1:]
-    return kept, words
-
-
 _WORD_AHEAD = re.compile(r"\s*([A-Za-z]+(?:'[A-Za-z]+)?)")
 
 
@@ -463,6 +461,18 @@ def _peel(rest: str) -> tuple[str, str]:
     """The next word of `rest` and what follows it ("" when there is no word)."""
     match = _WORD_AHEAD.match(rest)
     return (match.group(1), rest[match.end():]) if match else ("", rest)
+
+
+def _peel_adverbs(rest: str) -> tuple[list[str], str]:
+    """Leading adverbs split off; fillers ("really") are dropped, others ("recently") kept."""
+    kept: list[str] = []
+    word, after = _peel(rest)
+    while word.lower() in _ADVERBS:
+        if word.lower() not in _FILLER_ADVERBS:
+            kept.append(word.lower())
+        rest = after
+        word, after = _peel(rest)
+    return kept, rest
 
 
 def _finish_fact(parts: Sequence[str], obj: str, *, listener: bool = False,
@@ -477,13 +487,8 @@ def _finish_fact(parts: Sequence[str], obj: str, *, listener: bool = False,
 
 def _be_fact(subject: str, copula: str, rest: str) -> str | None:
     """ "I'm a nurse", "I'm keen on X", "I'm putting together X", "I was born in X"."""
-    adverbs: list[str] = []
-    word, after = _peel(rest)
-    while word.lower() in _ADVERBS:
-        if word.lower() not in _FILLER_ADVERBS:
-            adverbs.append(word.lower())
-        rest = after
-        word, after = _peel(rest)
+    adverbs, rest = _peel_adverbs(rest)
+    word = _peel(rest)[0]
     lower = rest.strip().lower()
     article = re.match(r"an?\s+(\w+)", lower)
     lasting = (lower.startswith((*_BE_PREDICATES, "born "))
@@ -495,12 +500,8 @@ def _be_fact(subject: str, copula: str, rest: str) -> str | None:
 
 def _verb_phrase(rest: str) -> tuple[list[str], str] | None:
     """The verb after "I" in the third person ("love" -> "loves"), with the remainder."""
-    adverbs: list[str] = []
+    adverbs, rest = _peel_adverbs(rest)
     word, after = _peel(rest)
-    while word.lower() in _ADVERBS:
-        if word.lower() not in _FILLER_ADVERBS:
-            adverbs.append(word.lower())
-        word, after = _peel(after)
     lower = word.lower()
     if lower in {"don't", "didn't", "never"}:
         verb, remainder = _peel(after)
@@ -509,6 +510,12 @@ def _verb_phrase(rest: str) -> tuple[list[str], str] | None:
             phrase = f"{negated} {verb.lower()}" if negated else f"never {_third_person(verb)}"
             return [*adverbs, phrase], remainder
         return None
+    if lower in {"do", "did"}:  # emphatic: "I do have a dog" says "I have a dog"
+        verb, remainder = _peel(after)
+        if verb.lower() in _FACT_VERBS:
+            base = verb.lower()
+            tense = _third_person(base) if lower == "do" else _PAST_OF.get(base, f"did {base}")
+            return [*adverbs, tense], remainder
     if lower in _FACT_VERBS:
         return [*adverbs, _third_person(lower)], after
     regular_past = (lower.endswith("ed") and len(lower) > 4 and not lower.endswith("eed")
@@ -518,30 +525,42 @@ def _verb_phrase(rest: str) -> tuple[list[str], str] | None:
     return None
 
 
+def _perfect_fact(rest: str, subject: str) -> str | None:
+    """After "I've" / "I have": been X, got X, a participle, or plain possession."""
+    word, remainder = _peel(rest)
+    if word.lower() == "been":
+        if remainder.lstrip().lower().startswith("to "):  # "I've been to Paris"
+            return _finish_fact([subject, "has been to"], remainder.lstrip()[3:])
+        return _be_fact(subject, "has been", remainder)
+    if word.lower() == "got":
+        return _finish_fact([subject, "has"], remainder)
+    phrase = _verb_phrase(rest)
+    if phrase and phrase[0][-1] in _PAST_VERBS | {w for w in phrase[0] if w.endswith("ed")}:
+        return _finish_fact([subject, "has", *phrase[0]], phrase[1])
+    return _finish_fact([subject, "has"], rest)
+
+
+# Spelled-out forms read like their contractions: "I am" as "I'm".
+_EXPANDED = {"am": "I'm", "have": "I've", "would": "I'd", "will": "I'll"}
+
+
 def _i_fact(pronoun: str, rest: str, subject: str) -> str | None:
     """A clause opened by I / I'm / I've / I'd / I'll."""
     head, after = _peel(rest)
-    head_lower = head.lower()
-    if pronoun == "I'm" or (pronoun == "I" and head_lower == "am"):
-        return _be_fact(subject, "is", rest if pronoun == "I'm" else after)
-    if pronoun == "I" and head_lower == "was":
+    if pronoun == "I" and head.lower() in _EXPANDED:
+        pronoun, rest = _EXPANDED[head.lower()], after
+    if pronoun == "I'm":
+        return _be_fact(subject, "is", rest)
+    if pronoun == "I" and head.lower() == "was":
         return _be_fact(subject, "was", after)
-    if pronoun == "I've" or (pronoun == "I" and head_lower == "have" and after.lstrip().startswith(("been", "got"))):
-        rest = after if pronoun == "I" else rest
-        word, remainder = _peel(rest)
-        if word.lower() == "been":
-            return _be_fact(subject, "has been", remainder) or (
-                _finish_fact([subject, "has been to"], remainder.lstrip()[3:])
-                if remainder.lstrip().lower().startswith("to ") else None)
-        if word.lower() == "got":
-            return _finish_fact([subject, "has"], remainder)
-        phrase = _verb_phrase(rest)
-        return _finish_fact([subject, "has", phrase[0][-1]], phrase[1]) if phrase else None
+    if pronoun == "I've":
+        return _perfect_fact(rest, subject)
     if pronoun == "I'd":
         wish = re.match(r"\s*(love|like)\s+to\s+(.*)", rest, re.S)
         return _finish_fact([subject, "would", wish.group(1), "to"], wish.group(2)) if wish else None
     if pronoun == "I'll":
-        return _finish_fact([subject, "will"], rest) if head_lower not in {"let", "see", "think"} else None
+        skip = _peel(rest)[0].lower() in {"let", "see", "think"}
+        return None if skip else _finish_fact([subject, "will"], rest)
     phrase = _verb_phrase(rest)
     return _finish_fact([subject, *phrase[0]], phrase[1]) if phrase else None
 
@@ -707,11 +726,15 @@ _THANKS_WORDS = frozenset("thanks thank thx ty cheers".split())
 _BYE_WORDS = frozenset("bye goodbye cya farewell goodnight".split())
 _RECALL_QUESTION = re.compile(r"\b(?:remember|recall|know)\b.*\b(?:me|my|I)\b|"
                               r"\bwhat do you know\b", re.I)
-_ROLE_SPLIT = re.compile(r"(?im)^\s*(user|assistant)\s*:\s*")
+_ROLE_SPLIT = re.compile(r"(?im)(?:^|\s\|)\s*(user|assistant)\s*:\s*")
+# Earlier offline replies restate memory; quoting them would cite a citation.
+_OWN_REPLY = re.compile(r"^\s*(?:Here's what I remember|I don't recall anything|You're welcome|Bye|Hi)\b")
 _PAGE_KINDS = frozenset({"stm_page", "mtm_page"})
 # Retrieval scores this high (cosine) mean the item is on topic even without shared words.
+# STM pages are all recalled (their score says nothing), so they need a shared word.
 _STRONG_SCORE = 0.8
-_CITABLE_BY_SCORE = frozenset({"stm_page", "mtm_page", "kb_fact", "agent_trait"})
+_CITABLE_BY_SCORE = frozenset({"mtm_page", "kb_fact", "agent_trait"})
+_STM_SCORE = 0.5
 _MAX_CITED = 3
 _MAX_WORDS = 120
 _SNIPPET_WORDS = 30
@@ -754,18 +777,24 @@ def _role_parts(text: str) -> list[tuple[str | None, str]]:
     return parts
 
 
-def _best_passage(text: str, query_terms: frozenset[str]) -> tuple[str | None, str]:
-    """The sentence sharing most words with the query (a very short one takes the next along)."""
+def _best_passage(text: str, query_terms: frozenset[str]) -> tuple[int, str | None, str]:
+    """The statement sharing most words with the query (a very short one takes the next along),
+    with the number of words shared and whose words they were."""
     best: tuple[int, str | None, str] = (-1, None, "")
     for role, part in _role_parts(text):
+        if role == "assistant" and _OWN_REPLY.match(part):
+            continue
         sentences = split_sentences(part)
         for index, sentence in enumerate(sentences):
+            if _is_question(sentence):
+                continue  # a question remembers nothing (and may be the query itself)
             overlap = len(query_terms & {term.stem for term in _sentence_terms(sentence)})
             if overlap > best[0]:
-                if len(sentence.split()) < 6 and index + 1 < len(sentences):
-                    sentence = f"{sentence} {sentences[index + 1]}"
+                following = sentences[index + 1] if index + 1 < len(sentences) else "?"
+                if len(sentence.split()) < 6 and not _is_question(following):
+                    sentence = f"{sentence} {following}"
                 best = (overlap, role, sentence)
-    return best[1], best[2]
+    return best
 
 
 def _select(query_terms: frozenset[str], items: Sequence[RecalledItem], *,
@@ -773,13 +802,13 @@ def _select(query_terms: frozenset[str], items: Sequence[RecalledItem], *,
     """Items that share a word with the query (or are very close to it), most relevant first."""
     citations: dict[str, _Citation] = {}
     for item in items:
-        overlap = len(query_terms & {term.stem for term in content_terms(item.text)})
+        overlap, role, snippet = _best_passage(item.text, query_terms)
         strong = item.score >= _STRONG_SCORE and item.kind in _CITABLE_BY_SCORE
-        if not (overlap or strong or recall_all):
+        if not (overlap > 0 or strong or recall_all):
             continue
-        role, snippet = _best_passage(item.text, query_terms)
         key = " ".join(snippet.lower().split())
-        relevance = overlap / max(1, len(query_terms)) + item.score
+        score = _STM_SCORE if item.kind == "stm_page" else min(1.0, max(0.0, item.score))
+        relevance = overlap / max(1, len(query_terms)) + 0.5 * score
         if snippet and (key not in citations or citations[key].relevance < relevance):
             citations[key] = _Citation(relevance, item, role, snippet)
     ranked = sorted(citations.values(), key=lambda c: (-c.relevance, c.item.ref))

@@ -1,0 +1,272 @@
+"""The offline engine: keywords, extractive summaries, persona patterns and grounded replies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory.engine.offline import (
+    compose_reply,
+    extract_agent_traits,
+    extract_keywords,
+    extract_user_facts,
+    stem,
+    summarize,
+)
+from memory.engine.types import RecalledItem
+
+ROOT = Path(__file__).resolve().parents[2]
+MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+JUNE_1 = datetime(2023, 6, 1, 9, 0, tzinfo=UTC)
+
+
+def make_item(text: str, *, kind: str = "mtm_page", score: float = 0.4,
+              timestamp: datetime | None = MAY_8, ref: str = "r1") -> RecalledItem:
+    return RecalledItem(kind=kind, ref=ref, text=text, score=score, timestamp=timestamp)
+
+
+# --- keywords ---------------------------------------------------------------------------------
+
+def test_same_topic_texts_share_keywords():
+    first = extract_keywords("I adopted two dogs last month and we walk them in the park every day.")
+    second = extract_keywords("My dog loves the park; walking her is the best part of my morning.")
+    assert {"dog", "park", "walk"} <= first & second
+
+
+def test_unrelated_topics_share_no_keywords():
+    dogs = extract_keywords("I adopted two dogs last month and we walk them in the park every day.")
+    thesis = extract_keywords("I finished my thesis on quantum physics at the university.")
+    assert dogs & thesis == frozenset()
+    assert thesis == {"finish", "thesis", "quantum", "physics", "university"}
+
+
+@pytest.mark.parametrize(("variant", "base"), [
+    ("dogs", "dog"), ("painting", "paint"), ("painted", "paint"), ("paints", "paint"),
+    ("hiking", "hike"), ("stories", "story"), ("studied", "study"), ("running", "run"),
+    ("travelled", "traveling"), ("used", "use"), ("movies", "movie"), ("siblings", "sibling"),
+    ("introducing", "introduce"), ("structured", "structure"), ("ran", "run"), ("children", "child"),
+])
+def test_stemming_brings_variants_together(variant, base):
+    assert stem(variant) == stem(base)
+
+
+def test_stems_stay_readable():
+    assert [stem(w) for w in ("painting", "hiking", "stories", "classes", "boxes", "bus")] == [
+        "paint", "hike", "story", "class", "box", "bus"]
+
+
+def test_stopwords_and_chatter_are_not_keywords():
+    assert extract_keywords("Hey Mel! Yeah, thanks, that's really great and so awesome!") == frozenset()
+
+
+def test_keywords_of_a_locomo_turn():
+    text = "I went to a LGBTQ support group yesterday and it was so powerful."
+    assert extract_keywords(text) == {"lgbtq", "support", "group", "powerful"}
+
+
+def test_addressed_names_are_dropped_and_other_names_kept():
+    keywords = extract_keywords("Thanks, Melanie! I played chess with James and Max at the lake.")
+    assert "melanie" not in keywords
+    assert {"chess", "james", "max", "lake"} <= keywords
+
+
+def test_keywords_rank_by_frequency_and_respect_the_limit():
+    text = "Guitar practice today. The guitar sounds better after practice. I also bought a metronome."
+    assert extract_keywords(text, limit=2) == {"guitar", "practice"}
+    assert extract_keywords(text, limit=0) == frozenset()
+    assert len(extract_keywords(text * 5)) <= 8
+
+
+def test_offline_functions_are_fast():
+    texts = [f"On day {i} I went hiking with my dog Max near the lake, and we saw {i} deer. "
+             "It was lovely. You should try the trail too!" for i in range(200)]
+    start = time.perf_counter()
+    for text in texts:
+        extract_keywords(text)
+        extract_user_facts(text)
+        extract_agent_traits(text)
+    per_text = (time.perf_counter() - start) / len(texts)
+    assert per_text < 0.003  # three functions well under 1 ms each
+
+
+# --- summaries --------------------------------------------------------------------------------
+
+PUPPY_TEXTS = [
+    "We took Max to the park on Sunday.",
+    "The weather report said rain all week.",
+    "Max the puppy loves the park.",
+    "Our puppy Max chased a ball.",
+]
+
+
+def test_summary_picks_the_central_sentence():
+    assert summarize(PUPPY_TEXTS, max_sentences=1) == "Max the puppy loves the park."
+
+
+def test_summary_keeps_original_order():
+    assert summarize(PUPPY_TEXTS, max_sentences=2) == (
+        "Max the puppy loves the park. Our puppy Max chased a ball.")
+
+
+def test_summary_respects_the_character_limit():
+    summary = summarize(PUPPY_TEXTS, max_sentences=3, max_chars=40)
+    assert summary == "Max the puppy loves the park."
+    long_text = ["Max " + "and the puppy " * 40 + "went to the park."]
+    cut = summarize(long_text, max_chars=50)
+    assert len(cut) <= 50 and cut.endswith("…")
+
+
+def test_summary_of_nothing_is_empty():
+    assert summarize([]) == ""
+    assert summarize(["", "   "]) == ""
+
+
+# --- user facts -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "facts"), [
+    ("I love hiking with my dog Max", ["User loves hiking with their dog Max"]),
+    ("My name is Caroline.", ["User's name is Caroline"]),
+    ("I'm a nurse and I live in Boston.", ["User is a nurse", "User lives in Boston"]),
+    ("I work as a software engineer at Google.", ["User works as a software engineer at Google"]),
+    ("My favorite book is Becoming Nicole.", ["User's favorite book is Becoming Nicole"]),
+    ("I went to a LGBTQ support group yesterday and it was so powerful.",
+     ["User went to a LGBTQ support group yesterday"]),
+    ("I'm planning to visit Japan next spring.", ["User is planning to visit Japan next spring"]),
+    ("I've been learning the guitar for two years.",
+     ["User has been learning the guitar for two years"]),
+    ("Last week I started a pottery class.", ["User started a pottery class"]),
+    ("My kids and I went camping at the lake.", ["User and their kids went camping at the lake"]),
+    ("I have a cat named Luna.", ["User has a cat named Luna"]),
+    ("I don't like horror movies.", ["User doesn't like horror movies"]),
+    ("My sister taught me to knit.", ["User's sister taught User to knit"]),
+])
+def test_first_person_statements_become_facts(text, facts):
+    assert extract_user_facts(text) == facts
+
+
+@pytest.mark.parametrize("text", [
+    "Do you like dogs?",
+    "Have I told you that I love hiking?",
+    "I have a dog, did I tell you?",
+    "So I went to Paris last year, remember?",
+    "What's your favorite movie?",
+    "Wow, that's so cool! Thanks!",
+    "I think so.",
+    "I love it!",
+    "I love your painting!",  # about the listener, not the user
+    "If I had a dog I would walk it every day.",
+])
+def test_questions_chatter_and_hypotheticals_give_no_facts(text):
+    assert extract_user_facts(text) == []
+
+
+def test_fact_subject_is_configurable():
+    assert extract_user_facts("I live in Paris.", subject="Caroline") == ["Caroline lives in Paris"]
+
+
+# --- agent traits -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "traits"), [
+    ("You should try yoga with your kids.",
+     ["Assistant suggested the user try yoga with the user's kids"]),
+    ("I recommend Becoming Nicole by Amy Ellis Nutt.",
+     ["Assistant recommended Becoming Nicole by Amy Ellis Nutt"]),
+    ("Have you considered joining a running club?",
+     ["Assistant suggested considering joining a running club"]),
+    ("I'll remind you to take your meds tomorrow.",
+     ["Assistant will remind the user to take the user's meds tomorrow"]),
+    ("I'm a fitness coach.", ["Assistant is a fitness coach"]),
+    ("How about a walk in the park?", ["Assistant suggested a walk in the park"]),
+])
+def test_assistant_suggestions_commitments_and_self_descriptions(text, traits):
+    assert extract_agent_traits(text) == traits
+
+
+@pytest.mark.parametrize("text", ["That sounds great!", "I'll let you know.", "What about you?"])
+def test_assistant_chatter_gives_no_traits(text):
+    assert extract_agent_traits(text) == []
+
+
+def test_agent_subject_is_configurable():
+    assert extract_agent_traits("I'm a running coach.", subject="Coach Maria") == [
+        "Coach Maria is a running coach"]
+
+
+# --- replies ----------------------------------------------------------------------------------
+
+SUPPORT_GROUP = make_item(
+    "User: I went to a LGBTQ support group yesterday. | Assistant: That's wonderful!", ref="p1")
+CAT = make_item("User has a cat named Luna", kind="kb_fact", score=0.5, timestamp=JUNE_1, ref="f1")
+
+
+def test_reply_cites_the_relevant_memory_with_its_date():
+    reply = compose_reply("When did I go to the support group?", [CAT, SUPPORT_GROUP])
+    assert reply == ("Here's what I remember: On 8 May 2023 you told me: "
+                     "“I went to a LGBTQ support group yesterday.”")
+    assert "Luna" not in reply and "June" not in reply
+
+
+def test_reply_says_when_relative_to_now():
+    reply = compose_reply("Tell me about the support group", [SUPPORT_GROUP], user_name="Caroline",
+                          now=datetime(2023, 5, 11, tzinfo=UTC))
+    assert reply.startswith("Here's what I remember, Caroline: On 8 May 2023 (3 days ago) you told me:")
+
+
+def test_reply_cites_facts_as_notes():
+    reply = compose_reply("What is my cat called?", [CAT, SUPPORT_GROUP])
+    assert reply == "Here's what I remember: On 1 June 2023 I noted: User has a cat named Luna."
+
+
+def test_reply_admits_it_does_not_know():
+    expected = ("I don't recall anything about that yet. "
+                "Tell me about it and I'll remember what you say.")
+    assert compose_reply("What is my favourite opera?", []) == expected
+    assert compose_reply("What is my favourite opera?", [CAT, SUPPORT_GROUP]) == expected
+
+
+def test_recent_pages_need_a_shared_word_to_be_cited():
+    recent = make_item("User: I bought new running shoes. | Assistant: Nice!", kind="stm_page",
+                       score=1.0)
+    assert "shoes" not in compose_reply("How was the opera?", [recent])
+    assert "running shoes" in compose_reply("Which shoes did I buy?", [recent])
+
+
+def test_reply_mentions_at_most_three_memories_in_few_words():
+    items = [make_item(f"User: I painted picture number {i} of the lake at sunrise, with orange and "
+                       f"pink clouds over the water and the hills behind it all.", ref=f"p{i}")
+             for i in range(6)]
+    reply = compose_reply("What did I paint at the lake?", items)
+    assert reply.count("you told me") == 3
+    assert len(reply.split()) <= 120
+
+
+def test_greetings_get_a_greeting():
+    assert compose_reply("hi", [SUPPORT_GROUP], user_name="Caroline") == (
+        "Hi Caroline! Good to see you. What's on your mind today?")
+    assert compose_reply("Good morning!", []) == "Hi! Good to see you. What's on your mind today?"
+    assert compose_reply("thanks!", [], user_name="Caroline") == (
+        "You're welcome, Caroline! Anything else on your mind?")
+
+
+def test_reply_does_not_quote_the_question_or_an_earlier_offline_reply():
+    asked = make_item("User: What did I paint? | Assistant: Here's what I remember: I painted",
+                      kind="stm_page", score=1.0)
+    assert compose_reply("What did I paint?", [asked]).startswith("I don't recall")
+    short_then_question = make_item("User: Wow, Mel! Any more paintings coming up?",
+                                    kind="stm_page", score=1.0)
+    assert compose_reply("Tell me about my paintings", [short_then_question]).startswith(
+        "I don't recall")
+
+
+def test_offline_and_traits_import_without_django():
+    code = ("import sys, memory.engine.offline, memory.engine.traits\n"
+            "heavy = {'django', 'numpy', 'torch', 'openai', 'qdrant_client', 'qdrant_edge'}\n"
+            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == ""

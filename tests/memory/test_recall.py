@@ -1,0 +1,100 @@
+"""Retrieval returns exactly the documented sets, records a trace, and never crosses users."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import components
+from memory.models import DialoguePage, RetrievalTrace, Segment, Tier
+from memory.recall import recall_for_query
+from memory.services import page_complete, page_start, turn_run
+from persona.models import UserTrait
+from persona.services import profile_update
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+
+TOPICS = {
+    "dog": ["I adopted a golden retriever puppy called Max.", "Max the puppy loves chasing balls in the park.",
+            "I take my dog Max to the vet on Fridays."],
+    "cooking": ["I cooked a spicy Thai green curry for dinner.", "My homemade lasagna recipe uses three cheeses.",
+                "I baked sourdough bread this morning."],
+    "work": ["My manager asked me to lead the quarterly budget review.", "I have a job interview at a bank.",
+             "The office moved to a new building downtown."],
+}
+
+
+def tune(settings, **params):
+    settings.MEMORYOS = {**settings.MEMORYOS, **params}
+
+
+def fill(user, lines):
+    for line in lines:
+        page = page_start(user=user, query=line)
+        page_complete(page=page, response="I see.", reply_model="test")
+
+
+def test_recall_sets_and_trace(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=3, TOP_M_SEGMENTS=2, TOP_K_PAGES=2)
+    user = make_user()
+    profile_update(user=user, name="Ana", birth_year=1990)
+    fill(user, [line for lines in TOPICS.values() for line in lines] + ["Filler one.", "Filler two.", "Filler 3."])
+    recall = recall_for_query(user=user, query="What is my dog's name?")
+    kinds = [item.kind for item in recall.items]
+    # all of STM (3 pages), at most top-k MTM pages, the profile whole
+    assert kinds.count("stm_page") == 3
+    stm_refs = {i.ref for i in recall.items if i.kind == "stm_page"}
+    assert stm_refs == {str(p.id) for p in DialoguePage.objects.filter(user=user, tier=Tier.STM)}
+    mtm = [i for i in recall.items if i.kind == "mtm_page"]
+    assert 1 <= len(mtm) <= 2
+    assert "Max" in mtm[0].text  # the real MiniLM model puts the dog page first
+    chosen = [s for s in recall.trace.payload["segments"] if s["chosen"]]
+    assert len(chosen) <= 2
+    assert {i.breakdown["segment_id"] for i in mtm} <= {s["id"] for s in chosen}
+    assert all(s["fscore"] == pytest.approx(s["cos"] + s["jaccard"], abs=1e-3) for s in chosen)
+    assert kinds.count("profile") == 1 and "Ana" in recall.items[kinds.index("profile")].text
+    trace = RetrievalTrace.objects.get(id=recall.trace.id)
+    assert trace.payload["heat_changes"] and trace.payload["stm"]
+    assert {c["segment_id"] for c in trace.payload["heat_changes"]} == {s["id"] for s in chosen}
+
+
+def test_retrieval_bumps_visits_of_chosen_segments_only(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1, TOP_M_SEGMENTS=1)
+    user = make_user()
+    fill(user, TOPICS["dog"][:1] + TOPICS["work"][:1] + ["filler"])
+    recall = recall_for_query(user=user, query="my puppy")
+    chosen = [s["id"] for s in recall.trace.payload["segments"] if s["chosen"]]
+    visits = dict(Segment.objects.filter(user=user).values_list("id", "n_visit"))
+    assert len(chosen) == 1
+    assert {str(k): v for k, v in visits.items()} == {
+        str(k): (1 if str(k) == chosen[0] else 0) for k in visits}
+
+
+def test_users_never_see_each_others_memory(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    alice, bob = make_user("alice"), make_user("bob")
+    fill(alice, ["My secret diary password is tangerine.", "Alice filler."])
+    fill(bob, ["I like trains.", "Bob filler."])
+    recall = recall_for_query(user=bob, query="What is the secret diary password?")
+    assert all("tangerine" not in item.text for item in recall.items)
+    alice_ids = {str(i) for i in DialoguePage.objects.filter(user=alice).values_list("id", flat=True)}
+    assert not alice_ids & {item.ref for item in recall.items}
+    hits = components.vector_index().search(user_id=str(bob.pk), vector=[0.05] * 384, limit=50)
+    assert hits and not alice_ids & {h.id for h in hits}
+
+
+def test_traits_enter_recall_whole(make_user, memory_env):
+    user = make_user()
+    UserTrait.objects.create(user=user, key="music_interest", score=0.6)
+    UserTrait.objects.create(user=user, key="food_interest", score=0.0)
+    recall = recall_for_query(user=user, query="anything")
+    traits = [i for i in recall.items if i.kind == "user_trait"]
+    assert [t.ref for t in traits] == ["music_interest"]
+
+
+def test_reply_context_respects_token_budget(make_user, memory_env):
+    tune(memory_env, PROMPT_TOKEN_BUDGET=120)
+    user = make_user()
+    fill(user, ["A fairly long message about my garden, roses, tulips and the compost heap. " * 3] * 5)
+    result = turn_run(user=user, message="What grows in my garden?")
+    assert result.prompt.tokens <= 120 + 40  # budget plus the per-section headers
+    assert result.prompt.dropped
