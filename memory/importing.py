@@ -11,6 +11,7 @@ from memory import components
 from memory.locomo import Conversation, conversation_pages
 from memory.maintenance import maintenance_run
 from memory.services import page_complete, page_start, page_text, sona_get_or_create
+from memory.turns import index_turns
 
 EMBED_BATCH = 64
 IMPORT_MODEL_NAME = "imported"
@@ -37,11 +38,13 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
         vectors = components.embedder().embed([page_text(p.query, p.response) for p in batch])
         for item, vector in zip(batch, vectors, strict=True):
             page = page_start(user=user, query=item.query, sona=sona, timestamp=item.timestamp,
-                              source_ids=item.source_ids)
+                              source_ids=item.source_ids,
+                              utterances=[{"id": i, "speaker": who, "text": text} for i, who, text in item.utterances])
             page_complete(page=page, response=item.response, reply_model=IMPORT_MODEL_NAME, embedding=vector,
                           schedule=False)
-            maintenance_run(user_id=user.pk, now=item.timestamp)
+            maintenance_run(user_id=user.pk, now=item.timestamp, index_turns_now=False)
             bar.update(1)
+        index_turns(user_id=user.pk)
     bar.close()
     return ImportReport(sample_id=conversation.sample_id, turns=conversation.turn_count, pages=len(pages),
                         seconds=time.perf_counter() - started)

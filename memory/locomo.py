@@ -34,6 +34,7 @@ class LocomoPage:
     timestamp: datetime
     source_ids: tuple[str, ...]
     session: int
+    utterances: tuple[tuple[str, str, str], ...] = ()  # (dia_id, speaker, text)
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,7 @@ def conversation_pages(conv: Conversation) -> list[LocomoPage]:
             pair = runs[i:i + 2]
             query, response = _say(pair[0]), _say(pair[1]) if len(pair) > 1 else ""
             ids = tuple(t.dia_id for run in pair for t in run)
+            said = tuple((t.dia_id, t.speaker, t.text) for run in pair for t in run)
             pages.append(LocomoPage(query=query, response=response, timestamp=date + timedelta(seconds=i),
-                                    source_ids=ids, session=number))
+                                    source_ids=ids, session=number, utterances=said))
     return pages

@@ -27,6 +27,7 @@ from memory.engine.types import SegmentView
 from memory.models import (DialoguePage, LifecycleEvent, MemoryNode, PageStatus, Segment, Tier,
                            UserMemoryState, vector_to_bytes)
 from memory.services import _embed_or_none, _lock_state, page_point, page_text
+from memory.turns import index_turns, turn_point_ids
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,9 @@ SUMMARY_PAGES = 12
 @dataclass
 class MaintenanceReport:
     embedded: int = 0
+    turns_indexed: int = 0
     chained: int = 0
+    summarised: int = 0
     moved: int = 0
     created_segments: int = 0
     evicted: list[str] = field(default_factory=list)
@@ -70,14 +73,21 @@ def _run_in_worker(user_id: int, attempt: int) -> None:
         close_old_connections()
 
 
-def maintenance_run(*, user_id: int, now: datetime | None = None) -> MaintenanceReport:
-    """All steps for one user, serialised with any other run for that user in this process."""
+def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_now: bool = True,
+                    ) -> MaintenanceReport:
+    """All steps for one user, serialised with any other run for that user in this process.
+
+    A bulk import passes index_turns_now=False and indexes utterances once per batch.
+    """
     report = MaintenanceReport()
     with _user_locks[user_id]:
         try:
             report.embedded = _embed_missing(user_id)
+            if index_turns_now:
+                report.turns_indexed = index_turns(user_id=user_id)
             report.chained = _link_chains(user_id)
             _overflow_stm(user_id, report)
+            report.summarised = _refresh_summaries(user_id)
             now = now or timezone.now()
             report.evicted = _evict(user_id, now)
             report.promoted = _promote(user_id, now)
@@ -206,7 +216,8 @@ def page_move_to_mtm(*, user_id: int, page_id: str) -> bool | None:
         _record_move(user_id, page, segment, plan)
         seg_point = _segment_point(segment)
         page_payload = {"tier": Tier.MTM, "segment_id": str(segment.id)}
-        transaction.on_commit(lambda: _sync_move(user_id, page.id, page_payload, seg_point))
+        point_ids = [str(page.id)] + (turn_point_ids(page) if page.turns_indexed else [])
+        transaction.on_commit(lambda: _sync_move(user_id, point_ids, page_payload, seg_point))
     return plan.segment_id is None
 
 
@@ -229,6 +240,8 @@ def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) 
         max_chars=400)
     vectors = _embed_or_none([segment_text(segment)])
     segment.embedding = vector_to_bytes(vectors[0] if vectors else merged.embedding)
+    segment.summary_source = "offline"
+    segment.summary_stale = components.chat_model() is not None
     segment.cid = content_id("segment", {"id": str(segment.id), "summary": segment.summary})
     segment.save()
 
@@ -261,10 +274,34 @@ def _segment_point(segment: Segment):
                        payload={"user_id": str(segment.user_id), "kind": "segment"})
 
 
-def _sync_move(user_id: int, page_id, page_payload: dict, seg_point) -> None:
+def _sync_move(user_id: int, point_ids: list[str], page_payload: dict, seg_point) -> None:
     index = components.vector_index()
-    index.set_payload(user_id=str(user_id), ids=[str(page_id)], payload=page_payload)
+    index.set_payload(user_id=str(user_id), ids=point_ids, payload=page_payload)
     index.upsert([seg_point])
+
+
+def _refresh_summaries(user_id: int) -> int:
+    """With an LLM: one call per segment that grew, outside any transaction (a slow model must not
+    hold the user's lock); the extractive summary stays when the model fails."""
+    if components.chat_model() is None:
+        return 0
+    from memory.memory_llm import summarise_segment
+
+    done = 0
+    for segment in Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE, summary_stale=True):
+        pages = list(DialoguePage.objects.filter(segment=segment).order_by("-seq")[:SUMMARY_PAGES])
+        result = summarise_segment(user_id=user_id, texts=[page_text(p.query, p.response) for p in reversed(pages)])
+        if result is not None:
+            segment.summary, segment.keywords = result.summary, sorted(result.keywords)
+            segment.summary_source = "llm"
+            vectors = _embed_or_none([segment_text(segment)])
+            if vectors:
+                segment.embedding = vector_to_bytes(vectors[0])
+        segment.summary_stale = False
+        segment.save(update_fields=["summary", "keywords", "summary_source", "summary_stale", "embedding"])
+        components.vector_index().upsert([_segment_point(segment)])
+        done += 1
+    return done
 
 
 def _evict(user_id: int, now: datetime) -> list[str]:
@@ -277,13 +314,13 @@ def _evict(user_id: int, now: datetime) -> list[str]:
         if not plan.segment_ids:
             return []
         Segment.objects.filter(id__in=plan.segment_ids).update(status=Segment.Status.EVICTED)
-        page_ids = [str(i) for i in DialoguePage.objects.filter(segment_id__in=plan.segment_ids)
-                    .values_list("id", flat=True)]
+        pages = list(DialoguePage.objects.filter(segment_id__in=plan.segment_ids).only("id", "utterances"))
+        page_ids = [str(p.id) for p in pages]
         DialoguePage.objects.filter(id__in=page_ids).update(tier=Tier.ARCHIVED)
         for sid, heat in zip(plan.segment_ids, plan.heats, strict=True):
             graph.event_record(user_id=user_id, kind=LifecycleEvent.Kind.SEGMENT_EVICTED, subject_id=sid,
                                heat=round(heat, 4))
-        doomed = list(plan.segment_ids) + page_ids
+        doomed = list(plan.segment_ids) + page_ids + [tid for p in pages for tid in turn_point_ids(p)]
         transaction.on_commit(lambda: components.vector_index().delete(user_id=str(user_id), ids=doomed))
     return list(plan.segment_ids)
 

@@ -76,6 +76,9 @@ class Segment(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="segments")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     summary = models.TextField(blank=True, default="")
+    # "offline" (extractive) until the LLM, when one is configured, has rewritten it.
+    summary_source = models.CharField(max_length=10, default="offline")
+    summary_stale = models.BooleanField(default=False)
     keywords = models.JSONField(default=list)
     embedding = models.BinaryField(default=b"")
     n_visit = models.IntegerField(default=0)
@@ -123,6 +126,9 @@ class DialoguePage(models.Model):
     keywords = models.JSONField(default=list)
     embedding = models.BinaryField(default=b"")
     source_ids = models.JSONField(default=list, blank=True)
+    # Who said what, in order: [{"id": source turn id or "", "speaker": name, "text": ...}].
+    utterances = models.JSONField(default=list, blank=True)
+    turns_indexed = models.BooleanField(default=False)
     reply_model = models.CharField(max_length=120, blank=True, default="")
     cid = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

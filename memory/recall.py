@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -24,6 +25,9 @@ from memory.engine.retrieval import Prompt, top_segments
 from memory.engine.similarity import jaccard
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, PageStatus, RetrievalTrace, Segment, Sona, Tier
+from memory.turns import recall_turns
+
+RECALL_POLICIES = ("memoryos", "hybrid")
 
 
 @dataclass
@@ -136,16 +140,27 @@ def _visit_segments(chosen: list[SegmentScore], rows, now: datetime, params) -> 
 def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page_id=None,
                      page: DialoguePage | None = None, now: datetime | None = None,
                      update_heat: bool = True, record_trace: bool = True,
-                     query_vector: list[float] | None = None) -> Recall:
-    """Everything the reply may use, best first per tier, and a stored trace of why."""
+                     query_vector: list[float] | None = None, policy: str | None = None) -> Recall:
+    """Everything the reply may use, best first per tier, and a stored trace of why.
+
+    policy "memoryos" (the paper's two-stage MTM retrieval) or "hybrid" (utterance-level dense +
+    BM25 fusion over MTM, memory/turns.py); STM and persona memory are the same for both.
+    """
     started = time.perf_counter()
     now = now or timezone.now()
     params = components.memory_params()
+    policy = policy or settings.MEMORYOS["RECALL_POLICY"]
+    if policy not in RECALL_POLICIES:
+        raise ValueError(f"unknown recall policy {policy!r}; choose one of {', '.join(RECALL_POLICIES)}")
     qvec = query_vector if query_vector is not None else components.embedder().embed([query])[0]
     qkeywords = offline.extract_keywords(query)
     stm = _stm_items(user, exclude_page_id, params.stm_capacity)
-    chosen, rows, considered = _segment_stage(user, qvec, qkeywords, now, params)
-    mtm = _page_stage(user, qvec, chosen, rows, params)
+    if policy == "hybrid":
+        chosen, rows, considered = [], {}, []
+        mtm = recall_turns(user=user, query=query, query_vector=qvec, limit=settings.MEMORYOS["TOP_K_TURNS"])
+    else:
+        chosen, rows, considered = _segment_stage(user, qvec, qkeywords, now, params)
+        mtm = _page_stage(user, qvec, chosen, rows, params)
     persona = _persona_items(user, qvec, sona, params)
     heat_changes = _visit_segments(chosen, rows, now, params) if update_heat else []
     items = persona + stm + mtm
@@ -157,10 +172,12 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
             payload={
                 "query_keywords": sorted(qkeywords),
                 "segments": considered,
-                "pages": [{"id": i.ref, **i.breakdown} for i in mtm],
+                "pages": [{"id": i.ref, **i.breakdown} for i in mtm if i.kind == "mtm_page"],
+                "turns": [{"id": i.ref, "text": i.text[:160], **i.breakdown} for i in mtm if i.kind == "turn"],
                 "stm": [i.ref for i in stm],
                 "persona": [{"kind": i.kind, "ref": i.ref, "score": round(i.score, 4)} for i in persona],
                 "heat_changes": heat_changes,
+                "policy": policy,
                 "params": {"top_m": params.top_m_segments, "top_k": params.top_k_pages},
             },
         )

@@ -93,14 +93,14 @@ def _lock_state(user_id: int) -> UserMemoryState:
 
 
 def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetime | None = None,
-               source_ids: Sequence[str] = ()) -> DialoguePage:
+               source_ids: Sequence[str] = (), utterances: Sequence[dict] = ()) -> DialoguePage:
     """Store the user's message as a pending page in STM, before any model is called."""
     query = validate_message(query)
     with transaction.atomic():
         state = _lock_state(user.pk)
         page = DialoguePage.objects.create(
             user=user, sona=sona, seq=state.next_seq, query=query, status=PageStatus.PENDING,
-            timestamp=timestamp or timezone.now(), source_ids=list(source_ids),
+            timestamp=timestamp or timezone.now(), source_ids=list(source_ids), utterances=list(utterances),
         )
         state.next_seq += 1
         state.save(update_fields=["next_seq"])

@@ -105,6 +105,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # process, so that two test runs on one machine never share it.
     DATABASES["default"]["TEST"] = {
         "NAME": os.path.join(tempfile.gettempdir(), f"memoryos-test-{os.getpid()}.sqlite3")}
+elif env("DATABASE_TEST_NAME"):
+    # Two test runs against one PostgreSQL server would both use test_<NAME>; name one apart.
+    DATABASES["default"]["TEST"] = {"NAME": env("DATABASE_TEST_NAME")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
@@ -154,6 +157,9 @@ MEMORYOS = {
     "TOP_KB_FACTS": env_int("MEMORYOS_TOP_KB_FACTS", 10),
     "TOP_AGENT_TRAITS": env_int("MEMORYOS_TOP_AGENT_TRAITS", 10),
     "CHAIN_THRESHOLD": env_float("MEMORYOS_CHAIN_THRESHOLD", 0.3),
+    # "memoryos": the paper's two-stage MTM retrieval; "hybrid": utterance-level dense + BM25.
+    "RECALL_POLICY": env("MEMORYOS_RECALL_POLICY", "memoryos"),
+    "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
     "PROMPT_TOKEN_BUDGET": env_int("MEMORYOS_PROMPT_TOKEN_BUDGET", 3000),
     "MAX_MESSAGE_CHARS": env_int("MEMORYOS_MAX_MESSAGE_CHARS", 4000),
     # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,
@@ -175,6 +181,19 @@ OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 30.0)
 OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 1)
 # The LLM is used only when an endpoint is configured; otherwise the offline engine answers.
 LLM_ENABLED = bool(OPENAI_API_KEY or OPENAI_BASE_URL)
+
+# The browser chat's websocket: frame size, a token bucket per user (burst, then a steady rate),
+# threads that run turns, and how many past turns the chat page shows.
+MEMORYOS_CHAT = {
+    "MAX_FRAME_BYTES": env_int("MEMORYOS_CHAT_MAX_FRAME_BYTES", 16_384),
+    "RATE_BURST": env_int("MEMORYOS_CHAT_RATE_BURST", 5),
+    "RATE_PER_MINUTE": env_float("MEMORYOS_CHAT_RATE_PER_MINUTE", 20.0),
+    "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
+    "HISTORY_LIMIT": env_int("MEMORYOS_CHAT_HISTORY_LIMIT", 200),
+}
+# Several deployments (or test runs) can share one Redis server under different key prefixes.
+if REDIS_URL and env("MEMORYOS_CHANNEL_PREFIX"):
+    CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = env("MEMORYOS_CHANNEL_PREFIX")
 
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 LOGGING = {

@@ -43,6 +43,28 @@ def extract_from_pages(pages: Sequence[DialoguePage]) -> Extraction:
     return result
 
 
+def _closest_page(text: str, pages: Sequence[DialoguePage]) -> DialoguePage:
+    """Provenance for a model-extracted item: the page sharing most keywords with it."""
+    words = offline.extract_keywords(text)
+    return max(pages, key=lambda p: (len(words & set(p.keywords)), -p.seq))
+
+
+def _llm_extraction(user_id: int, pages: Sequence[DialoguePage]) -> Extraction | None:
+    """The LLM's extraction when one is configured and answers well; None otherwise."""
+    if components.chat_model() is None or not pages:
+        return None
+    from memory.memory_llm import extract_persona
+
+    result = extract_persona(user_id=user_id, texts=[f"User: {p.query}\nAssistant: {p.response}" for p in pages])
+    if result is None:
+        return None
+    return Extraction(
+        facts=[(fact, _closest_page(fact, pages)) for fact in result.facts],
+        agent_traits=[(trait, _closest_page(trait, pages)) for trait in result.agent_traits],
+        trait_hits=[(key, 0.5, (evidence,), _closest_page(evidence, pages)) for key, evidence in result.traits],
+    )
+
+
 def persona_promote_segment(*, user_id: int, segment_id: str, heat: float) -> bool:
     """Promote a hot segment to LPM: KB facts, user traits and agent traits with provenance edges.
 
@@ -52,7 +74,7 @@ def persona_promote_segment(*, user_id: int, segment_id: str, heat: float) -> bo
     since = segment.last_promoted_at
     pages = list(DialoguePage.objects.filter(segment=segment).order_by("seq"))
     fresh = [p for p in pages if since is None or (p.moved_at and p.moved_at > since)] or pages
-    extraction = extract_from_pages(fresh)
+    extraction = _llm_extraction(user_id, fresh) or extract_from_pages(fresh)
     texts = [text for text, _ in extraction.facts] + [text for text, _ in extraction.agent_traits]
     vectors = (_embed_or_none(texts) or []) if texts else []
     with transaction.atomic():

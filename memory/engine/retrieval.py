@@ -11,7 +11,7 @@ from .ports import ChatMessage
 from .types import RecalledItem
 
 # Order in which context is kept when the budget is short: what is least replaceable first.
-SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "kb_fact", "user_trait",
+SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "turn", "kb_fact", "user_trait",
                     "agent_trait")
 SECTION_TITLES = {
     "profile": "User profile",
@@ -20,6 +20,7 @@ SECTION_TITLES = {
     "kb_fact": "Facts about the user",
     "agent_trait": "Your traits and past suggestions",
     "mtm_page": "Relevant earlier conversations",
+    "turn": "Relevant things said earlier",
     "stm_page": "Recent conversation",
 }
 
@@ -80,7 +81,7 @@ def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
     kept, dropped, used = _fit(items, max(0, budget_tokens - fixed))
     blocks: list[str] = []
     sections: dict[str, int] = {}
-    for kind in ("profile", "user_trait", "kb_fact", "agent_profile", "agent_trait", "mtm_page",
+    for kind in ("profile", "user_trait", "kb_fact", "agent_profile", "agent_trait", "mtm_page", "turn",
                  "stm_page"):
         chosen = [item for item in kept if item.kind == kind]
         if kind == "stm_page":  # the recent conversation reads best in time order

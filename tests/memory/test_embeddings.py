@@ -151,7 +151,7 @@ def test_the_model_is_loaded_once_and_offline(minilm: MiniLMEmbedder) -> None:
 
 def test_embed_threads_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EMBED_THREADS", raising=False)
-    assert embed_threads() == DEFAULT_EMBED_THREADS == 2
+    assert embed_threads() == DEFAULT_EMBED_THREADS == 1
     monkeypatch.setenv("EMBED_THREADS", " 3 ")
     assert embed_threads() == 3
     for bad in ("zero", "0", "-1"):

@@ -98,3 +98,47 @@ def test_reply_context_respects_token_budget(make_user, memory_env):
     result = turn_run(user=user, message="What grows in my garden?")
     assert result.prompt.tokens <= 120 + 40  # budget plus the per-section headers
     assert result.prompt.dropped
+
+
+def test_hybrid_policy_ranks_single_utterances(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    profile_update(user=user, name="Ana")
+    fill(user, [line for lines in TOPICS.values() for line in lines] + ["Filler."])
+    recall = recall_for_query(user=user, query="Which bank is my interview with?", policy="hybrid")
+    turns = [i for i in recall.items if i.kind == "turn"]
+    assert turns and turns[0].text == "Ana: I have a job interview at a bank."
+    top = turns[0].breakdown
+    assert top["score"] == pytest.approx(top["dense"] + top["sparse"] + top["feedback"] + top["speaker"], abs=1e-3)
+    assert recall.trace.payload["policy"] == "hybrid" and recall.trace.payload["turns"]
+    assert {i.text.split(": ")[0] for i in turns} == {"Ana", "assistant"}
+    assert "Ana: Filler." not in {i.text for i in turns}  # STM is in the prompt whole, not searched
+
+
+def test_hybrid_boosts_the_named_speaker(make_user, memory_env):
+    from memory.importing import conversation_import
+    from memory.locomo import parse_sample
+
+    tune(memory_env, STM_CAPACITY=1)
+    raw = {"sample_id": "t", "conversation": {
+        "speaker_a": "Caroline", "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went hiking in the hills."},
+            {"speaker": "Melanie", "dia_id": "D1:2", "text": "I went hiking in the hills too."},
+            {"speaker": "Caroline", "dia_id": "D1:3", "text": "We should paint the fence."},
+            {"speaker": "Melanie", "dia_id": "D1:4", "text": "Sure."},
+        ]}}
+    user = make_user()
+    conversation_import(user=user, conversation=parse_sample(raw, 0))
+    for name, expected in (("Melanie", "D1:2"), ("Caroline", "D1:1")):
+        recall = recall_for_query(user=user, query=f"Where did {name} go hiking?", policy="hybrid",
+                                  record_trace=False, update_heat=False)
+        turns = [i for i in recall.items if i.kind == "turn"]
+        assert turns[0].source_ids == (expected,)
+        assert turns[0].breakdown["speaker"] == 1.0
+
+
+def test_unknown_policy_is_refused(make_user):
+    with pytest.raises(ValueError, match="unknown recall policy 'magic'"):
+        recall_for_query(user=make_user(), query="x", policy="magic")

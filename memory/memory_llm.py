@@ -1,0 +1,110 @@
+"""Maintenance with a language model: segment summaries and persona extraction.
+
+Used only when an LLM endpoint is configured, always off the reply path and outside database
+transactions. Model output is untrusted: it is parsed against a schema and validated (with one
+retry inside complete_json); a failure is recorded as a lifecycle event and the offline engine's
+result is kept, never silently replaced by "nothing found".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory import components, graph
+from memory.engine import offline
+from memory.engine.ports import ChatMessage, ModelError
+from memory.engine.traits import TRAITS_BY_KEY
+from memory.models import LifecycleEvent
+
+log = logging.getLogger(__name__)
+MAX_ITEMS = 12
+
+SUMMARY_PROMPT = (
+    "You maintain a memory of conversations between a user and an assistant. Summarise the topic of "
+    "these dialogue pages in at most 3 sentences and list up to 8 topic keywords. Answer with JSON: "
+    '{"summary": "...", "keywords": ["...", ...]}'
+)
+PERSONA_PROMPT = (
+    "From these dialogue pages, extract (1) short third-person facts about the user worth remembering "
+    "(\"facts\"), (2) things the assistant suggested, promised or said about itself (\"agent_traits\"), and "
+    "(3) which of these user-trait dimensions the pages give evidence for (\"traits\": list of objects with "
+    "\"key\" from the list and a short \"evidence\" quote). Use only what the pages say. Answer with JSON: "
+    '{"facts": [...], "agent_traits": [...], "traits": [{"key": "...", "evidence": "..."}]}\n'
+    "Trait keys: "
+)
+
+
+@dataclass(frozen=True)
+class SegmentSummary:
+    summary: str
+    keywords: frozenset[str]
+
+
+@dataclass(frozen=True)
+class PersonaExtraction:
+    facts: tuple[str, ...]
+    agent_traits: tuple[str, ...]
+    traits: tuple[tuple[str, str], ...]  # (key, evidence)
+
+
+def _strings(value: Any, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"'{field}' must be a list of strings")
+    return tuple(v.strip() for v in value if v.strip())[:MAX_ITEMS]
+
+
+def validate_summary(value: Any) -> SegmentSummary:
+    if not isinstance(value, dict) or not isinstance(value.get("summary"), str) or not value["summary"].strip():
+        raise ValueError("expected an object with a non-empty 'summary' string")
+    words = " ".join(_strings(value.get("keywords", []), "keywords"))
+    # Stemmed like page keywords, so that the Jaccard part of Fscore compares like with like.
+    return SegmentSummary(summary=value["summary"].strip()[:600],
+                          keywords=offline.extract_keywords(words, limit=10))
+
+
+def validate_persona(value: Any) -> PersonaExtraction:
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    traits = value.get("traits", [])
+    if not isinstance(traits, list):
+        raise ValueError("'traits' must be a list")
+    pairs = []
+    for entry in traits:
+        if not isinstance(entry, dict) or entry.get("key") not in TRAITS_BY_KEY:
+            raise ValueError(f"unknown trait entry {entry!r}; keys must come from the list")
+        pairs.append((entry["key"], str(entry.get("evidence", ""))[:200]))
+    return PersonaExtraction(facts=_strings(value.get("facts", []), "facts"),
+                             agent_traits=_strings(value.get("agent_traits", []), "agent_traits"),
+                             traits=tuple(pairs[:MAX_ITEMS]))
+
+
+def _pages_text(texts: Sequence[str]) -> str:
+    return "\n\n".join(f"[{i + 1}] {text[:1200]}" for i, text in enumerate(texts))
+
+
+def _ask(user_id: int, task: str, system: str, texts: Sequence[str], validate):
+    from memory.llm import complete_json
+
+    model = components.chat_model()
+    if model is None:
+        return None
+    messages = [ChatMessage("system", system), ChatMessage("user", _pages_text(texts))]
+    try:
+        return complete_json(model, messages, validate=validate, max_tokens=600)
+    except ModelError as exc:
+        log.warning("event=model_output_rejected user=%s task=%s error=%r", user_id, task, exc)
+        graph.event_record(user_id=user_id, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED, task=task,
+                           error=str(exc)[:500])
+        return None
+
+
+def summarise_segment(*, user_id: int, texts: Sequence[str]) -> SegmentSummary | None:
+    return _ask(user_id, "segment_summary", SUMMARY_PROMPT, texts, validate_summary)
+
+
+def extract_persona(*, user_id: int, texts: Sequence[str]) -> PersonaExtraction | None:
+    system = PERSONA_PROMPT + ", ".join(sorted(TRAITS_BY_KEY))
+    return _ask(user_id, "persona_extraction", system, texts, validate_persona)
