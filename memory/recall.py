@@ -111,6 +111,24 @@ def _page_stage(user, qvec, chosen: list[SegmentScore], rows, params) -> list[Re
     return items
 
 
+def _segments_of_turns(user, turns: list[RecalledItem], qkeywords, now: datetime,
+                       params) -> tuple[list[SegmentScore], dict, list]:
+    """Under the hybrid policy the segments visited are those of the top turns (at most top-m), so
+    heat keeps counting retrievals and hot topics still reach LPM."""
+    order: list[str] = []
+    for item in turns:
+        sid = item.breakdown.get("segment_id")
+        if sid and sid not in order:
+            order.append(sid)
+    rows = {str(s.id): s for s in Segment.objects.filter(user=user, id__in=order[:params.top_m_segments],
+                                                          status=Segment.Status.ACTIVE)}
+    chosen = [SegmentScore(segment_id=sid, cos=0.0, jaccard=jaccard(qkeywords, frozenset(rows[sid].keywords)))
+              for sid in order if sid in rows]
+    considered = [{"id": s.segment_id, "jaccard": round(s.jaccard, 4), "chosen": True,
+                   "summary": rows[s.segment_id].summary[:200]} for s in chosen]
+    return chosen, rows, considered
+
+
 def _persona_items(user, qvec, sona: Sona | None, params) -> list[RecalledItem]:
     from persona import selectors as persona_selectors
 
@@ -140,11 +158,13 @@ def _visit_segments(chosen: list[SegmentScore], rows, now: datetime, params) -> 
 def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page_id=None,
                      page: DialoguePage | None = None, now: datetime | None = None,
                      update_heat: bool = True, record_trace: bool = True,
-                     query_vector: list[float] | None = None, policy: str | None = None) -> Recall:
+                     query_vector: list[float] | None = None, policy: str | None = None,
+                     turn_tiers: tuple[str, ...] = (Tier.MTM,)) -> Recall:
     """Everything the reply may use, best first per tier, and a stored trace of why.
 
     policy "memoryos" (the paper's two-stage MTM retrieval) or "hybrid" (utterance-level dense +
     BM25 fusion over MTM, memory/turns.py); STM and persona memory are the same for both.
+    `turn_tiers` lets a benchmark rank utterances over STM too (the prompt has STM whole anyway).
     """
     started = time.perf_counter()
     now = now or timezone.now()
@@ -156,8 +176,9 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     qkeywords = offline.extract_keywords(query)
     stm = _stm_items(user, exclude_page_id, params.stm_capacity)
     if policy == "hybrid":
-        chosen, rows, considered = [], {}, []
-        mtm = recall_turns(user=user, query=query, query_vector=qvec, limit=settings.MEMORYOS["TOP_K_TURNS"])
+        mtm = recall_turns(user=user, query=query, query_vector=qvec, limit=settings.MEMORYOS["TOP_K_TURNS"],
+                           tiers=turn_tiers)
+        chosen, rows, considered = _segments_of_turns(user, mtm, qkeywords, now, params)
     else:
         chosen, rows, considered = _segment_stage(user, qvec, qkeywords, now, params)
         mtm = _page_stage(user, qvec, chosen, rows, params)

@@ -167,8 +167,9 @@ def _turn_items(ranked, payloads, parts, final) -> list[RecalledItem]:
         if page is None or payload["pos"] >= len(page.utterances):
             continue
         utt = page.utterances[payload["pos"]]
-        breakdown = {name: round(value, 4) for name, value in parts[key].items()}
+        breakdown: dict = {name: round(value, 4) for name, value in parts[key].items()}
         breakdown["final"] = round(final[key], 4)
+        breakdown["segment_id"] = payload.get("segment_id", "")
         items.append(RecalledItem(
             kind="turn", ref=key, text=f"{utt['speaker']}: {utt['text']}", score=final[key],
             timestamp=datetime.fromtimestamp(payload["timestamp"], tz=UTC),

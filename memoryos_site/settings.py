@@ -157,8 +157,9 @@ MEMORYOS = {
     "TOP_KB_FACTS": env_int("MEMORYOS_TOP_KB_FACTS", 10),
     "TOP_AGENT_TRAITS": env_int("MEMORYOS_TOP_AGENT_TRAITS", 10),
     "CHAIN_THRESHOLD": env_float("MEMORYOS_CHAIN_THRESHOLD", 0.3),
-    # "memoryos": the paper's two-stage MTM retrieval; "hybrid": utterance-level dense + BM25.
-    "RECALL_POLICY": env("MEMORYOS_RECALL_POLICY", "memoryos"),
+    # "hybrid" (default): utterance-level dense + BM25 fusion over MTM, which recalled far more
+    # LoCoMo evidence (BENCHMARKS.md); "memoryos": the paper's two-stage segment → page retrieval.
+    "RECALL_POLICY": env("MEMORYOS_RECALL_POLICY", "hybrid"),
     "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
     "PROMPT_TOKEN_BUDGET": env_int("MEMORYOS_PROMPT_TOKEN_BUDGET", 3000),
     "MAX_MESSAGE_CHARS": env_int("MEMORYOS_MAX_MESSAGE_CHARS", 4000),

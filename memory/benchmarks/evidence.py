@@ -6,7 +6,6 @@ counted in relevance order, each once, at k turns and within a context budget of
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -104,11 +103,3 @@ class TurnBaselines:
     def _ranked(self, scores) -> list[Unit]:
         order = sorted(range(len(self.turns)), key=lambda i: (-scores[i], i))
         return [Unit(source_ids=(self.turns[i][0],), text=self.turns[i][1]) for i in order[:60]]
-
-
-def percentile(values: Sequence[float], pct: float) -> float:
-    """Nearest-rank percentile."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]

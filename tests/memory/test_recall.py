@@ -38,7 +38,7 @@ def test_recall_sets_and_trace(make_user, memory_env):
     user = make_user()
     profile_update(user=user, name="Ana", birth_year=1990)
     fill(user, [line for lines in TOPICS.values() for line in lines] + ["Filler one.", "Filler two.", "Filler 3."])
-    recall = recall_for_query(user=user, query="What is my dog's name?")
+    recall = recall_for_query(user=user, query="What is my dog's name?", policy="memoryos")
     kinds = [item.kind for item in recall.items]
     # all of STM (3 pages), at most top-k MTM pages, the profile whole
     assert kinds.count("stm_page") == 3
@@ -61,7 +61,7 @@ def test_retrieval_bumps_visits_of_chosen_segments_only(make_user, memory_env):
     tune(memory_env, STM_CAPACITY=1, TOP_M_SEGMENTS=1)
     user = make_user()
     fill(user, TOPICS["dog"][:1] + TOPICS["work"][:1] + ["filler"])
-    recall = recall_for_query(user=user, query="my puppy")
+    recall = recall_for_query(user=user, query="my puppy", policy="memoryos")
     chosen = [s["id"] for s in recall.trace.payload["segments"] if s["chosen"]]
     visits = dict(Segment.objects.filter(user=user).values_list("id", "n_visit"))
     assert len(chosen) == 1
