@@ -11,6 +11,7 @@ from memory.engine.ports import VectorPoint
 from memory.maintenance import _segment_point
 from memory.models import DialoguePage, PageStatus, Segment, Tier, bytes_to_vector, vector_to_bytes
 from memory.services import page_point, page_text
+from memory.turns import index_turns
 from persona.models import AgentTrait, KnowledgeFact
 
 BATCH = 256
@@ -46,7 +47,7 @@ def _lpm_points(batch: list, kind: str) -> list[VectorPoint]:
 
 
 def reindex_all(*, progress: bool = False) -> dict[str, int]:
-    """Drop every point, then upsert pages, segments, KB facts and agent traits from the rows."""
+    """Drop every point, then upsert pages, segments, KB facts, agent traits and utterances."""
     index = components.vector_index()
     index.clear()
     counts = {"page": 0, "segment": 0, "kb": 0, "agent_trait": 0}
@@ -58,6 +59,7 @@ def reindex_all(*, progress: bool = False) -> dict[str, int]:
         ("kb", KnowledgeFact.objects.order_by("pk"), lambda b: _lpm_points(b, "kb")),
         ("agent_trait", AgentTrait.objects.order_by("pk"), lambda b: _lpm_points(b, "agent_trait")),
     ]
+    DialoguePage.objects.filter(turns_indexed=True).update(turns_indexed=False)
     for kind, queryset, to_points in sources:
         bar = tqdm(total=queryset.count(), desc=f"reindex {kind}", disable=not progress, unit="pt")
         for batch in _batches(queryset.iterator(chunk_size=BATCH)):
@@ -65,4 +67,7 @@ def reindex_all(*, progress: bool = False) -> dict[str, int]:
             counts[kind] += len(batch)
             bar.update(len(batch))
         bar.close()
+    user_ids = DialoguePage.objects.values_list("user_id", flat=True).distinct()
+    counts["turn_pages"] = sum(index_turns(user_id=user_id) for user_id in tqdm(
+        list(user_ids), desc="reindex turns", disable=not progress, unit="user"))
     return counts

@@ -84,6 +84,23 @@ class VectorIndex(Protocol):
         `match_any` (field in values) narrow the filter further."""
         ...
 
+    def search_text(
+        self,
+        *,
+        user_id: str,
+        text: str,
+        limit: int,
+        kind: str | None = None,
+        match: dict[str, Any] | None = None,
+        match_any: dict[str, Sequence[str]] | None = None,
+    ) -> list[VectorHit]:
+        """BM25 keyword search over the points' text, restricted to `user_id`."""
+        ...
+
+    def set_payload(self, *, user_id: str, ids: Sequence[str], payload: dict[str, Any]) -> None: ...
+
+    def get_vectors(self, *, user_id: str, ids: Sequence[str]) -> dict[str, list[float]]: ...
+
     def count(self, *, user_id: str | None = None, kind: str | None = None) -> int: ...
 
     def clear(self) -> None:

@@ -69,8 +69,11 @@ def test_reindex_rebuilds_vectors_from_the_database(make_user, monkeypatch):
     index = components.vector_index()
     user_id = str(DialoguePage.objects.first().user_id)
     assert index.count(user_id=user_id, kind="page") == 2
+    turns = index.count(user_id=user_id, kind="turn")
+    assert turns == 2  # the user's words; offline replies are not indexed as said
     index.clear()
     assert index.count(user_id=user_id) == 0
     out = run("reindex")
-    assert "page=2" in out
+    assert "page=2" in out and "turn_pages=2" in out
     assert index.count(user_id=user_id, kind="page") == 2
+    assert index.count(user_id=user_id, kind="turn") == turns
