@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .offline import normalise_words, stem
+from .text import normalise_words, stem
 
 BASIC = "basic_needs_personality"
 ALIGNMENT = "ai_alignment"
