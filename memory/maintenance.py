@@ -24,8 +24,16 @@ from memory.engine.graph import content_id
 from memory.engine.short_term import chain_link, stm_overflow
 from memory.engine.similarity import cosine
 from memory.engine.types import SegmentView
-from memory.models import (DialoguePage, LifecycleEvent, MemoryNode, PageStatus, Segment, Tier,
-                           UserMemoryState, vector_to_bytes)
+from memory.models import (
+    DialoguePage,
+    LifecycleEvent,
+    MemoryNode,
+    PageStatus,
+    Segment,
+    Tier,
+    UserMemoryState,
+    vector_to_bytes,
+)
 from memory.services import _embed_or_none, _lock_state, page_point, page_text
 from memory.turns import index_turns, turn_point_ids
 

@@ -6,6 +6,7 @@ Models stay plain: fields, choices, Meta, __str__ and to_engine(). Logic lives i
 from __future__ import annotations
 
 import uuid
+
 import numpy as np
 from django.conf import settings
 from django.db import models

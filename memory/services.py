@@ -21,8 +21,7 @@ from memory.engine import offline
 from memory.engine.graph import content_id
 from memory.engine.ports import ModelError, VectorPoint
 from memory.engine.retrieval import Prompt, assemble_prompt
-from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus, Sona, UserMemoryState
-from memory.models import vector_to_bytes
+from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus, Sona, UserMemoryState, vector_to_bytes
 from memory.recall import Recall, recall_for_query
 
 log = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ from memory.models import DialoguePage, PageStatus, Tier
 
 TURN_NAMESPACE = uuid.UUID("6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10")
 INDEX_BATCH = 32
+TURN_FIELDS = ("seq", "pos", "speaker", "page_id", "segment_id", "timestamp")
 
 
 def turn_point_id(page_id, position: int) -> str:
@@ -125,7 +126,7 @@ def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int,
     params = params or policy.HybridParams()
     index = components.vector_index()
     user_id = str(user.pk)
-    scope = {"match_any": {"tier": list(tiers)}, "kind": "turn"}
+    scope = {"match_any": {"tier": list(tiers)}, "kind": "turn", "fields": TURN_FIELDS}
     dense_hits = index.search(user_id=user_id, vector=query_vector, limit=params.candidates, **scope)
     sparse_hits = index.search_text(user_id=user_id, text=query, limit=params.candidates, **scope)
     payloads = {hit.id: hit.payload for hit in [*dense_hits, *sparse_hits]}

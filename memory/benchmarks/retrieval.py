@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from memory.benchmarks.common import bench_env, machine, progress, render_table, summarize_ms, today
-from memory.benchmarks.evidence import (CATEGORY_NAMES, Question, TurnBaselines, Unit, questions,
-                                        recall_at_budget, recall_at_k)
+from memory.benchmarks.evidence import (
+    CATEGORY_NAMES,
+    Question,
+    TurnBaselines,
+    Unit,
+    questions,
+    recall_at_budget,
+    recall_at_k,
+)
 
 KS = (5, 10, 20)
 BUDGETS = (1000, 2000)

@@ -7,8 +7,8 @@ small fakes for mechanics tests live in tests/fakes.py.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 Vector = Sequence[float]
 
@@ -25,11 +25,12 @@ class VectorPoint:
     text: str | None = None
 
 
-@dataclass(frozen=True)
-class VectorHit:
+class VectorHit(NamedTuple):
+    """A NamedTuple, not a dataclass: a hybrid query builds over a thousand of them."""
+
     id: str
     score: float
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: dict[str, Any] = {}  # noqa: RUF012 - never mutated; adapters always pass their own
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,7 @@ from django.utils import timezone
 
 from memory import components
 from memory.maintenance import maintenance_run, page_move_to_mtm
-from memory.models import (DialoguePage, LifecycleEvent, MemoryEdge, PageStatus, Segment, Tier,
-                           UserMemoryState)
+from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, PageStatus, Segment, Tier, UserMemoryState
 from memory.services import page_complete, page_start
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
 
