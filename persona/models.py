@@ -29,15 +29,12 @@ class UserProfile(models.Model):
         return "; ".join(p for p in parts if p)
 
 
-class KnowledgeFact(models.Model):
-    """A fact about the user (User KB, FIFO of 100)."""
+class LongTermEntry(models.Model):
+    """What KB facts and agent traits share: a text, where it came from, a content id."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_facts")
     text = models.TextField()
     normalised = models.CharField(max_length=500)
-    segment = models.ForeignKey("memory.Segment", on_delete=models.SET_NULL, null=True, blank=True,
-                                related_name="facts")
     source_page_ids = models.JSONField(default=list, blank=True)
     source_ids = models.JSONField(default=list, blank=True)
     timestamp = models.DateTimeField(null=True, blank=True)
@@ -45,12 +42,23 @@ class KnowledgeFact(models.Model):
     cid = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "normalised"], name="uniq_fact_per_user")]
-        indexes = [models.Index(fields=["user", "created_at"])]
+        abstract = True
         ordering = ["created_at"]
 
     def __str__(self) -> str:
         return self.text
+
+
+class KnowledgeFact(LongTermEntry):
+    """A fact about the user (User KB, FIFO of 100)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="kb_facts")
+    segment = models.ForeignKey("memory.Segment", on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="facts")
+
+    class Meta(LongTermEntry.Meta):
+        constraints = [models.UniqueConstraint(fields=["user", "normalised"], name="uniq_fact_per_user")]
+        indexes = [models.Index(fields=["user", "created_at"])]
 
 
 class UserTrait(models.Model):
@@ -70,26 +78,14 @@ class UserTrait(models.Model):
         return f"{self.key}={self.score:.2f}"
 
 
-class AgentTrait(models.Model):
+class AgentTrait(LongTermEntry):
     """Something the agent developed in conversation: a suggestion, a commitment (FIFO of 100)."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agent_traits")
     sona = models.ForeignKey("memory.Sona", on_delete=models.SET_NULL, null=True, blank=True,
                              related_name="traits")
-    text = models.TextField()
-    normalised = models.CharField(max_length=500)
     segment = models.ForeignKey("memory.Segment", on_delete=models.SET_NULL, null=True, blank=True,
                                 related_name="agent_traits")
-    source_page_ids = models.JSONField(default=list, blank=True)
-    source_ids = models.JSONField(default=list, blank=True)
-    timestamp = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    cid = models.CharField(max_length=64, blank=True, default="")
 
-    class Meta:
+    class Meta(LongTermEntry.Meta):
         constraints = [models.UniqueConstraint(fields=["user", "normalised"], name="uniq_agent_trait_per_user")]
-        ordering = ["created_at"]
-
-    def __str__(self) -> str:
-        return self.text
