@@ -200,6 +200,7 @@ class LifecycleEvent(models.Model):
     class Kind(models.TextChoices):
         PAGE_ADDED = "page_added", "page added"
         REPLY_FALLBACK = "reply_fallback", "reply fell back to the offline engine"
+        RECALL_DEGRADED = "recall_degraded", "recall fell back to STM only"
         CHAIN_LINKED = "chain_linked", "meta chain updated"
         MOVED_TO_MTM = "moved_to_mtm", "page moved to MTM"
         SEGMENT_MERGED = "segment_merged", "page merged into segment"

@@ -155,6 +155,12 @@ def _visit_segments(chosen: list[SegmentScore], rows, now: datetime, params) -> 
     return changes
 
 
+def recall_stm_only(*, user, query: str, exclude_page_id=None) -> Recall:
+    """The degraded recall: STM straight from the database, no vectors, no trace."""
+    params = components.memory_params()
+    return Recall(query=query, items=_stm_items(user, exclude_page_id, params.stm_capacity), trace=None)
+
+
 def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page_id=None,
                      page: DialoguePage | None = None, now: datetime | None = None,
                      update_heat: bool = True, record_trace: bool = True,

@@ -1,5 +1,11 @@
-"""Websocket routes (the chat consumer arrives with the browser chat)."""
+"""Websocket routes, wrapped in origin and session checks by memoryos_site/asgi.py."""
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from memory.consumers import ChatConsumer
+
+websocket_urlpatterns = [
+    path("ws/chat/", ChatConsumer.as_asgi()),
+]

@@ -22,7 +22,7 @@ from memory.engine.graph import content_id
 from memory.engine.ports import ModelError, VectorPoint
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus, Sona, UserMemoryState, vector_to_bytes
-from memory.recall import Recall, recall_for_query
+from memory.recall import Recall, recall_for_query, recall_stm_only
 
 log = logging.getLogger(__name__)
 User = get_user_model()
@@ -228,13 +228,30 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
     return reply, OFFLINE_MODEL_NAME, ""
 
 
+def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona) -> Recall:
+    """Recall, or when the vector store (or the embedder) fails, STM from the database alone:
+    the reply degrades, the turn is never lost."""
+    try:
+        return recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page)
+    except Exception as exc:  # Qdrant, the embedder or the network: any of them may fail here
+        log.warning("event=recall_degraded user=%s error=%r", user.pk, exc)
+        graph.event_record(user_id=user.pk, kind=LifecycleEvent.Kind.RECALL_DEGRADED, subject_id=page.id,
+                           error=repr(exc)[:500])
+        return recall_stm_only(user=user, query=page.query, exclude_page_id=page.id)
+
+
 def turn_run(*, user, message: str, sona: Sona | None = None,
-             on_token: Callable[[str], None] | None = None) -> TurnResult:
-    """A whole turn. The message is stored first; nothing after that can lose it."""
+             on_token: Callable[[str], None] | None = None,
+             on_stored: Callable[[DialoguePage], None] | None = None) -> TurnResult:
+    """A whole turn. The message is stored first; nothing after that can lose it.
+
+    `on_stored` is called with the pending page as soon as the message is stored.
+    """
     sona = sona or sona_get_or_create(user=user)
     page = page_start(user=user, query=message, sona=sona)
-    recall = recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id,
-                              page=page)
+    if on_stored is not None:
+        on_stored(page)
+    recall = _recall_or_degrade(user=user, page=page, sona=sona)
     system = SYSTEM_PROMPT.format(sona=sona.name)
     if sona.profile:
         system += f"\nYour persona: {sona.profile}"

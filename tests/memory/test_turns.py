@@ -95,11 +95,11 @@ def test_message_is_stored_before_the_model_is_called(make_user, memory_env, mon
     user = make_user()
     seen = {}
 
-    def exploding_recall(**kwargs):
+    def exploding_model(**kwargs):
         seen["pages"] = list(DialoguePage.objects.filter(user=user).values_list("query", "status"))
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("memory.services.recall_for_query", exploding_recall)
+    monkeypatch.setattr("memory.services.generate_reply", exploding_model)
     with pytest.raises(RuntimeError):
         turn_run(user=user, message="Keep this one safe.")
     assert seen["pages"] == [("Keep this one safe.", PageStatus.PENDING)]
@@ -111,3 +111,19 @@ def test_stats_count_tiers(make_user):
     page_start(user=user, query="pending one")
     stats = memory_stats(user=user)
     assert stats["pending_pages"] == 1 and stats["stm_pages"] == 0 and stats["total_pages"] == 1
+
+
+def test_vector_store_down_degrades_to_stm_and_keeps_the_turn(make_user, monkeypatch):
+    user = make_user()
+    turn_run(user=user, message="I grow chillies on my balcony.")
+
+    def broken_search(**kwargs):
+        raise ConnectionError("qdrant is unreachable")
+
+    monkeypatch.setattr(components.vector_index(), "search", broken_search)
+    stored = []
+    result = turn_run(user=user, message="What do I grow?", on_stored=lambda p: stored.append((p.query, p.status)))
+    assert stored == [("What do I grow?", PageStatus.PENDING)]
+    assert result.page.status == PageStatus.COMPLETE
+    assert [i.kind for i in result.recall.items] == ["stm_page"]
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.RECALL_DEGRADED).count() == 1

@@ -1,0 +1,45 @@
+"""The user's profile form: asked once on the first visit, skippable, editable any time."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from persona.forms import ProfileForm
+from persona.models import UserProfile
+from persona.services import profile_update
+
+
+def _initial(user) -> dict:
+    profile = UserProfile.objects.filter(user=user).first()
+    if profile is None:
+        return {}
+    return {"name": profile.name, "gender": profile.gender, "birth_year": profile.birth_year}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request):
+    """The full page, or (htmx) the form alone, or the first-visit card on the chat page."""
+    form = ProfileForm(request.POST or None, initial=_initial(request.user))
+    card = request.POST.get("card") == "1"
+    saved = request.method == "POST" and form.is_valid()
+    if saved:
+        data = form.cleaned_data
+        profile_update(user=request.user, name=data["name"], gender=data["gender"] or "",
+                       birth_year=data["birth_year"])
+    if not request.htmx:
+        return redirect("home") if saved else render(request, "persona/profile.html", {"form": form})
+    partial = ("card-saved" if saved else "card") if card else "profile-form"
+    return render(request, f"persona/profile.html#{partial}", {"form": form, "saved": saved, "card": card})
+
+
+@login_required
+@require_POST
+def profile_skip(request):
+    """An empty profile row remembers that the person chose to skip; they can fill it in later."""
+    profile_update(user=request.user)
+    if not request.htmx:
+        return redirect("home")
+    return render(request, "persona/profile.html#skipped", {})

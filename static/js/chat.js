@@ -1,0 +1,245 @@
+// The chat page: one websocket per tab; every frame of the user's turns arrives here, whichever
+// tab sent the message. Replies stream token by token; the final frame carries the stored reply.
+(() => {
+  "use strict";
+  const chat = document.getElementById("chat");
+  if (!chat) return;
+  const transcript = () => document.getElementById("transcript");
+  const form = document.getElementById("composer");
+  const input = document.getElementById("message");
+  const sendButton = document.getElementById("send");
+  const counter = document.getElementById("char-count");
+  const alertBox = document.getElementById("chat-alert");
+  const connection = document.getElementById("connection");
+  const template = document.getElementById("turn-template");
+  const maxChars = Number(chat.dataset.maxChars || 4000);
+  const live = new Map(); // turn_id -> <article>
+  let socket = null;
+  let attempts = 0;
+  let everOpened = false;
+  let alertTimer = null;
+  let lastSent = null; // given back to the composer if the server refuses it
+
+  // --- connection -------------------------------------------------------------------------
+  function setConnection(state, label) {
+    connection.dataset.state = state;
+    connection.querySelector(".label").textContent = label;
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}${chat.dataset.socketPath}`);
+    socket.addEventListener("open", () => {
+      attempts = 0;
+      setConnection("open", "Connected");
+      if (everOpened) resync();
+      everOpened = true;
+    });
+    socket.addEventListener("message", (event) => {
+      let frame;
+      try { frame = JSON.parse(event.data); } catch { return; }
+      handle(frame);
+    });
+    socket.addEventListener("close", () => {
+      attempts += 1;
+      const delay = Math.min(15000, 500 * 2 ** Math.min(attempts, 5));
+      if (attempts > 4) {
+        setConnection("closed", "Disconnected. If you signed out elsewhere, reload the page to sign in again.");
+      } else {
+        setConnection("connecting", "Connection lost, reconnecting…");
+      }
+      setTimeout(connect, delay);
+    });
+  }
+
+  // A tab that was offline may have missed turns: reload the transcript from the server.
+  function resync() {
+    if (!window.htmx) return;
+    htmx.ajax("GET", chat.dataset.transcriptUrl, { target: "#transcript", swap: "outerHTML" })
+      .then(() => scrollToEnd(true));
+  }
+
+  // --- rendering ----------------------------------------------------------------------------
+  function nearBottom() {
+    const t = transcript();
+    return t.scrollHeight - t.scrollTop - t.clientHeight < 120;
+  }
+
+  function scrollToEnd(force) {
+    const t = transcript();
+    if (force || nearBottom()) t.scrollTop = t.scrollHeight;
+  }
+
+  function newTurn(turnId, query, sona) {
+    const stick = nearBottom();
+    document.getElementById("empty-state")?.remove();
+    const article = template.content.firstElementChild.cloneNode(true);
+    article.dataset.turnId = turnId;
+    if (live.size === 0) article.querySelector(".thinking-label").textContent = "thinking";
+    const queryBubble = article.querySelector(".query");
+    if (query) queryBubble.textContent = query; else queryBubble.closest(".msg").remove();
+    const name = sona || "assistant";
+    article.querySelector(".who").textContent = name;
+    article.querySelector(".avatar").textContent = name.charAt(0).toUpperCase();
+    article.querySelector("time").textContent = new Date().toLocaleString("en-GB", {
+      day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hour12: false });
+    transcript().appendChild(article);
+    live.set(turnId, article);
+    scrollToEnd(stick);
+    return article;
+  }
+
+  // Queued behind the user's previous turn until the server starts this one.
+  function startTurn(frame) {
+    const article = turnFor(frame);
+    if (article.dataset.state === "queued") {
+      article.dataset.state = "thinking";
+      article.querySelector(".thinking-label").textContent = "thinking";
+    }
+  }
+
+  function turnFor(frame) {
+    return live.get(frame.turn_id) || newTurn(frame.turn_id, "", frame.sona);
+  }
+
+  function appendToken(frame) {
+    const stick = nearBottom();
+    const article = turnFor(frame);
+    const reply = article.querySelector(".reply");
+    if (article.dataset.state === "thinking" || article.dataset.state === "queued") {
+      reply.textContent = "";
+      article.dataset.state = "streaming";
+    }
+    reply.append(document.createTextNode(frame.text));
+    scrollToEnd(stick);
+  }
+
+  function finishTurn(frame) {
+    const stick = nearBottom();
+    let article = turnFor(frame);
+    // A tab reloaded mid-turn shows the stored (pending) page: complete that one instead.
+    const stored = transcript().querySelector(`.turn[data-page-id="${frame.page_id}"]`);
+    if (stored && stored !== article) {
+      article.remove();
+      article = stored;
+      live.set(frame.turn_id, stored);
+    }
+    const reply = article.querySelector(".reply");
+    reply.classList.remove("awaiting");
+    reply.textContent = frame.reply;
+    article.dataset.state = "done";
+    article.dataset.pageId = frame.page_id;
+    article.dataset.seq = frame.seq;
+    article.querySelector(".offline-tag")?.toggleAttribute("hidden", !frame.offline);
+    if (!article.querySelector("details.recall")) article.querySelector(".body").append(recallToggle(frame.recall_url));
+    keepOrder(article);
+    live.delete(frame.turn_id);
+    document.body.dispatchEvent(new CustomEvent("turn-done", { bubbles: true }));
+    scrollToEnd(stick);
+  }
+
+  function recallToggle(url) {
+    const details = document.createElement("details");
+    details.className = "recall";
+    details.setAttribute("hx-get", url);
+    details.setAttribute("hx-trigger", "toggle once");
+    details.setAttribute("hx-target", "find .recall-body");
+    details.innerHTML = '<summary>What I remembered</summary><div class="recall-body"><p class="muted">Loading…</p></div>';
+    if (window.htmx) htmx.process(details);
+    return details;
+  }
+
+  // Turns are shown in the order they were stored (seq); with several server processes two
+  // tabs' messages can reach the database in a different order than they reached this tab.
+  function keepOrder(article) {
+    const seq = Number(article.dataset.seq);
+    let before = article.previousElementSibling;
+    while (before && before.dataset.seq && Number(before.dataset.seq) > seq) before = before.previousElementSibling;
+    if (before !== article.previousElementSibling) {
+      if (before) before.after(article); else transcript().prepend(article);
+    }
+  }
+
+  function failTurn(frame) {
+    const article = turnFor(frame);
+    article.dataset.state = "error";
+    article.querySelector(".reply").textContent = frame.error;
+    live.delete(frame.turn_id);
+    showAlert(frame.error);
+  }
+
+  function showAlert(message, kind) {
+    alertBox.textContent = message;
+    alertBox.className = `chat-alert${kind ? " " + kind : ""}`;
+    alertBox.hidden = false;
+    clearTimeout(alertTimer);
+    alertTimer = setTimeout(() => { alertBox.hidden = true; }, 8000);
+  }
+
+  function handle(frame) {
+    switch (frame.type) {
+      case "ready": if (frame.max_message_chars) chat.dataset.maxChars = frame.max_message_chars; break;
+      case "turn.user":
+        if (frame.text === lastSent) lastSent = null;
+        newTurn(frame.turn_id, frame.text, frame.sona);
+        break;
+      case "turn.started": startTurn(frame); break;
+      case "turn.token": appendToken(frame); break;
+      case "turn.done": finishTurn(frame); break;
+      case "turn.error": failTurn(frame); break;
+      case "error":
+        showAlert(frame.error, frame.code === "rate_limited" ? "info" : "");
+        if (lastSent && !input.value) { input.value = lastSent; updateCounter(); }
+        lastSent = null;
+        break;
+      default: break;
+    }
+  }
+
+  // --- composing ----------------------------------------------------------------------------
+  function currentSona() {
+    const select = document.getElementById("sona-select");
+    return select ? select.value : null;
+  }
+
+  function updateCounter() {
+    const length = input.value.trim().length;
+    counter.textContent = length > maxChars * 0.8 ? `${length} / ${maxChars}` : "";
+    counter.classList.toggle("over", length > maxChars);
+    sendButton.disabled = length > maxChars;
+    input.style.height = "auto";
+    input.style.height = `${Math.min(input.scrollHeight + 2, 200)}px`;
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    if (text.length > maxChars) { showAlert(`Your message is ${text.length} characters long; the limit is ${maxChars}.`); return; }
+    if (!socket || socket.readyState !== WebSocket.OPEN) { showAlert("Not connected yet; your message was not sent. Try again in a moment."); return; }
+    socket.send(JSON.stringify({ type: "message", text, sona: currentSona() }));
+    lastSent = text;
+    input.value = "";
+    updateCounter();
+    alertBox.hidden = true;
+  });
+
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  input.addEventListener("input", updateCounter);
+
+  // The persona bar is swapped by htmx; keep the placeholder in step with the chosen persona.
+  document.body.addEventListener("htmx:afterSwap", () => {
+    const select = document.getElementById("sona-select");
+    if (select) input.placeholder = `Message ${select.options[select.selectedIndex].text}…`;
+  });
+
+  scrollToEnd(true);
+  updateCounter();
+  connect();
+  input.focus();
+})();

@@ -1,0 +1,155 @@
+"""End to end in Chromium: sign up, fill in the profile, chat nine turns over the websocket (two
+personas, a second tab watching), reload, and find every turn and the STM → MTM move."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.browser.conftest import RATE_BURST
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPLY_TIMEOUT_MS = 120_000
+MESSAGES = [
+    "Hi! I live in Lisbon and I work as a nurse on night shifts.",
+    "My sister Lea is getting married in June and I am planning her party.",
+    "I started running last month, three times a week along the river.",
+    "I have a cat called Miso who hates the vacuum cleaner.",
+    "Can you suggest a simple dinner? I love grilled fish and lemon.",
+    "For the party I want a playlist with old soul music.",
+    "My knees hurt a bit after long runs; should I rest more?",
+    "Miso the cat knocked my coffee over this morning.",
+    "What do you remember about my sister's wedding?",
+]
+
+# Records every state a turn passes through, so a short "thinking" phase is not missed.
+WATCH_STATES = """
+window.__turnStates = new Set();
+new MutationObserver((records) => {
+  for (const r of records) {
+    const nodes = r.type === "attributes" ? [r.target] : [...r.addedNodes];
+    for (const n of nodes) if (n.dataset && n.dataset.state) window.__turnStates.add(n.dataset.state);
+  }
+}).observe(document.getElementById("transcript"), {subtree: true, childList: true, attributes: true,
+                                                    attributeFilter: ["data-state"]});
+"""
+
+
+def send(page, text: str, done_before: int) -> None:
+    """Send a message and wait for its reply to finish, or for the page to show an error."""
+    page.fill("#message", text)
+    page.press("#message", "Enter")
+    page.wait_for_function(
+        """(n) => document.querySelectorAll('.turn[data-state="done"]').length > n
+                  || !document.getElementById("chat-alert").hidden""", arg=done_before,
+        timeout=REPLY_TIMEOUT_MS)
+    alert = page.locator("#chat-alert")
+    assert not alert.is_visible(), f"the page showed an error: {alert.inner_text()}"
+
+
+def test_chat_remembers_across_reload_and_moves_old_turns_to_mtm(memoryos_server, browser, artifacts):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.goto(f"{memoryos_server.url}/accounts/signup/")
+    page.fill("#id_username", "robin")
+    page.fill("#id_password1", "a-long-secret-1")
+    page.fill("#id_password2", "a-long-secret-1")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{memoryos_server.url}/")
+
+    # First visit: the profile card, saved over htmx.
+    expect(page.locator("#profile-card")).to_be_visible()
+    page.screenshot(path=artifacts / "chat-first-visit.png")
+    page.fill("#profile-card #id_name", "Robin")
+    page.fill("#profile-card #id_birth_year", "1988")
+    page.click("#profile-card button[type=submit]")
+    expect(page.locator("#profile-card")).to_contain_text("Thanks, Robin")
+    expect(page.locator('#connection[data-state="open"]')).to_be_visible(timeout=30_000)
+    page.evaluate(WATCH_STATES)
+
+    for i, text in enumerate(MESSAGES[:5]):
+        send(page, text, i)
+    assert {"thinking", "streaming", "done"} <= set(page.evaluate("[...window.__turnStates]"))
+
+    # A second persona, created and selected over htmx; memory is shared with the first.
+    page.click(".new-persona summary")
+    page.fill("#persona-bar #id_name", "coach")
+    page.fill("#persona-bar #id_profile", "An encouraging running and wellbeing coach.")
+    page.click("#persona-bar button[type=submit]")
+    expect(page.locator("#sona-select option:checked")).to_have_text("coach")
+
+    # A second tab of the same person sees the next turns arrive live.
+    other_tab = context.new_page()
+    other_tab.goto(f"{memoryos_server.url}/")
+    expect(other_tab.locator('#connection[data-state="open"]')).to_be_visible(timeout=30_000)
+    for i, text in enumerate(MESSAGES[5:], start=5):
+        send(page, text, i)
+    expect(other_tab.locator('.turn[data-state="done"]')).to_have_count(9, timeout=REPLY_TIMEOUT_MS)
+    expect(page.locator(".turn").last.locator(".who")).to_have_text("coach")
+    other_tab.close()
+
+    page.reload()
+    turns = page.locator(".turn")
+    expect(turns).to_have_count(9)
+    assert page.locator(".turn .query").all_inner_texts() == MESSAGES
+    assert page.locator('.turn[data-state="done"]').count() == 9
+    assert page.locator(".turn .who").all_inner_texts() == ["assistant"] * 5 + ["coach"] * 4
+    page.screenshot(path=artifacts / "chat-after-reload.png")
+
+    # The panel beside the last reply, read back from its stored retrieval trace.
+    last = turns.last
+    last.locator("details.recall summary").click()
+    expect(last.locator(".recall-section").first).to_be_visible(timeout=30_000)
+    expect(last.locator(".recall-body")).to_contain_text("Recent turns (short-term)")
+    expect(last.locator(".scores").first).to_be_visible()
+    last.locator(".recall-body").scroll_into_view_if_needed()
+    page.screenshot(path=artifacts / "chat-recall-panel.png")
+
+    stats = page.request.get(f"{memoryos_server.url}/api/memory/stats").json()
+    assert stats["stm_pages"] == 7 and stats["mtm_pages"] >= 2 and stats["total_pages"] == 9
+    command = json.loads(memoryos_server.manage("memory_stats", "--user", "robin", "--json"))
+    assert command["stm_pages"] == 7 and command["mtm_pages"] >= 2
+    expect(page.locator('[data-stat="stm_pages"]')).to_have_text("7")
+    context.close()
+
+
+def test_errors_are_shown_to_the_person(memoryos_server, browser, artifacts):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1000, "height": 700})
+    page = context.new_page()
+    page.goto(f"{memoryos_server.url}/accounts/signup/")
+    page.fill("#id_username", "sam")
+    page.fill("#id_password1", "a-long-secret-2")
+    page.fill("#id_password2", "a-long-secret-2")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{memoryos_server.url}/")
+    page.click("#profile-card button.ghost")  # skip the profile
+    expect(page.locator("#profile-card")).to_contain_text("No problem")
+    page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
+    alert = page.locator("#chat-alert")
+    # Too long: the page says so before sending anything.
+    page.fill("#message", "x" * 4100)
+    page.press("#message", "Enter")
+    alert.wait_for(state="visible")
+    assert "the limit is 4000" in alert.inner_text()
+    # A flood: the server's rate limit answers with an error frame, shown to the person.
+    for i in range(RATE_BURST + 3):
+        page.fill("#message", f"Quick message number {i}")
+        page.press("#message", "Enter")
+    expect(alert).to_contain_text("too fast", timeout=30_000)
+    page.screenshot(path=artifacts / "chat-rate-limited.png")
+    expect(page.locator('.turn:not([data-state="done"])')).to_have_count(0, timeout=REPLY_TIMEOUT_MS)
+    assert RATE_BURST <= page.locator(".turn").count() < RATE_BURST + 3
+    # A frame the page itself never sends gets an error frame, not a closed socket.
+    error = page.evaluate("""() => new Promise((resolve) => {
+        const ws = new WebSocket(`ws://${location.host}/ws/chat/`);
+        ws.onopen = () => ws.send("not json");
+        ws.onmessage = (event) => { const f = JSON.parse(event.data); if (f.type === "error") resolve(f); };
+    })""")
+    assert error["code"] in ("bad_json", "rate_limited")
+    context.close()
