@@ -153,10 +153,10 @@ def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int,
     order = {key: (int(payloads[key]["seq"]), int(payloads[key]["pos"])) for key in keys}
     final = policy.smooth_along_conversation({k: p["score"] for k, p in parts.items()}, order, params=params)
     ranked = sorted(keys, key=lambda k: (-final[k], order[k]))[:limit]
-    return _turn_items(ranked, payloads, parts, final)
+    return _turn_items(ranked, payloads, parts, final, dense, sparse)
 
 
-def _turn_items(ranked, payloads, parts, final) -> list[RecalledItem]:
+def _turn_items(ranked, payloads, parts, final, dense, sparse) -> list[RecalledItem]:
     from datetime import UTC, datetime
 
     page_ids = {payloads[key]["page_id"] for key in ranked}
@@ -170,6 +170,9 @@ def _turn_items(ranked, payloads, parts, final) -> list[RecalledItem]:
         utt = page.utterances[payload["pos"]]
         breakdown: dict = {name: round(value, 4) for name, value in parts[key].items()}
         breakdown["final"] = round(final[key], 4)
+        # The raw scores beside their standard scores: with few candidates the z-scores say little.
+        breakdown["cosine"] = round(dense.get(key, 0.0), 4)
+        breakdown["bm25"] = round(sparse.get(key, 0.0), 4)
         breakdown["segment_id"] = payload.get("segment_id", "")
         items.append(RecalledItem(
             kind="turn", ref=key, text=f"{utt['speaker']}: {utt['text']}", score=final[key],
