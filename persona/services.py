@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE = 5
+TRAIT_EVIDENCE_NAMESPACE = uuid.UUID("0c8f7a3e-5d1b-4f2a-9e6c-7b4d2a1f9e30")
 
 
 @dataclass
@@ -148,7 +150,9 @@ def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...
                         "source_ids": list(page.source_ids), "text": page.query[:200]}]
                       + list(trait.evidence))[:MAX_EVIDENCE]
     trait.save(update_fields=["score", "evidence", "updated_at"])
-    node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.USER_TRAIT, object_id=f"{key}:{page.id}",
+    # One node per (dimension, page) piece of evidence; a uuid5 keeps the id within 64 characters.
+    node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.USER_TRAIT,
+                          object_id=str(uuid.uuid5(TRAIT_EVIDENCE_NAMESPACE, f"{key}:{page.id}")),
                           cid=content_id("user_trait", {"key": key, "page": str(page.id)}))
     graph.edge_put(user_id=user_id, source=node, target=seg_node, relation="evidence_from", weight=weight)
     graph.event_record(user_id=user_id, kind=LifecycleEvent.Kind.TRAIT_UPDATED, subject_id=key,

@@ -1,0 +1,547 @@
+"""`bench scale`: the cost of memory as one user's store grows to 1k, 10k, 100k pages.
+
+Per size, in a fresh database and vector shard (common.bench_env):
+1. Build the store by the bulk path (below), timed.
+2. Retrieval latency p50/p95 of the real `recall_for_query` (query embedding included), with
+   the retrieval trace recorded (the product's path) and without; the query embedding alone; and
+   a dense search over all of the user's pages (what a policy without segments would do).
+3. Ingest through the real write path for a sample: page_start + page_complete (embedding
+   included) + maintenance_run, one page at a time.
+4. Database size, vector shard size, peak RSS; then Edge's `optimize()` (HNSW) and step 2 again.
+
+The bulk path: rows created with bulk_create in the tiers and segments maintenance would have
+put them in (the last STM_CAPACITY pages in STM, the rest in MTM segments of about
+--segment-pages pages, at most MTM_CAPACITY segments, with their graph nodes, edges and
+lifecycle events; a full persona), vectors upserted in batches. Page texts come from templates
+over 24 topics, each page its own text. Embeddings: real MiniLM for a pool of --pool texts;
+every other page reuses the vector of a pool text of its topic with Gaussian noise added
+(--noise) and renormalised. Segment, KB-fact, agent-trait and query embeddings are all real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from unittest import mock
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from memory import components
+from memory.benchmarks import common
+from memory.engine import offline
+from memory.engine.long_term import normalise_fact
+from memory.engine.ports import VectorPoint
+from memory.engine.recall_policies import HybridParams
+from memory.engine.traits import TRAITS_BY_KEY
+from memory.maintenance import _segment_point, maintenance_run, segment_text
+from memory.models import (
+    DialoguePage,
+    LifecycleEvent,
+    MemoryEdge,
+    MemoryNode,
+    PageStatus,
+    Segment,
+    Sona,
+    Tier,
+    UserMemoryState,
+    bytes_to_vector,
+    vector_to_bytes,
+)
+from memory.recall import RECALL_POLICIES, recall_for_query
+from memory.services import page_complete, page_point, page_start, page_text
+from memory.turns import _points as turn_points
+from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
+
+TOPICS: dict[str, tuple[str, ...]] = {
+    "hiking": ("trail", "summit", "boots", "backpack", "ridge", "campsite"),
+    "cooking": ("recipe", "pasta", "oven", "spices", "sourdough", "risotto"),
+    "running": ("marathon", "pace", "sneakers", "intervals", "track", "race"),
+    "painting": ("canvas", "watercolor", "brushes", "easel", "portrait", "palette"),
+    "gardening": ("tomatoes", "compost", "seedlings", "roses", "greenhouse", "soil"),
+    "music": ("guitar", "chords", "concert", "piano", "album", "rehearsal"),
+    "travel": ("flight", "hostel", "passport", "itinerary", "museum", "train"),
+    "work": ("deadline", "manager", "promotion", "meeting", "project", "spreadsheet"),
+    "family": ("sister", "grandmother", "cousins", "reunion", "parents", "nephew"),
+    "pets": ("puppy", "kitten", "vet", "leash", "aquarium", "parrot"),
+    "reading": ("novel", "library", "chapter", "poetry", "author", "bookclub"),
+    "fitness": ("gym", "squats", "yoga", "stretching", "weights", "cardio"),
+    "movies": ("cinema", "thriller", "director", "documentary", "sequel", "popcorn"),
+    "finance": ("budget", "savings", "mortgage", "taxes", "investments", "loan"),
+    "health": ("doctor", "allergy", "vitamins", "sleep", "therapy", "checkup"),
+    "school": ("exam", "lecture", "thesis", "professor", "homework", "semester"),
+    "volunteering": ("shelter", "charity", "fundraiser", "donations", "mentoring", "community"),
+    "photography": ("camera", "lens", "sunset", "tripod", "exposure", "portraits"),
+    "cycling": ("bike", "helmet", "gears", "commute", "tires", "downhill"),
+    "games": ("chess", "puzzle", "console", "tournament", "boardgame", "strategy"),
+    "home": ("apartment", "furniture", "renovation", "kitchen", "landlord", "garden"),
+    "friends": ("party", "birthday", "roommate", "brunch", "neighbor", "wedding"),
+    "crafts": ("knitting", "pottery", "sewing", "quilt", "woodwork", "beads"),
+    "language": ("spanish", "vocabulary", "grammar", "tutor", "accent", "flashcards"),
+}
+TOPIC_NAMES = tuple(TOPICS)
+PEOPLE = ("sister", "brother", "mom", "dad", "best friend", "partner", "coworker", "neighbor", "coach")
+WHEN = ("yesterday", "last weekend", "this morning", "on Friday", "last month", "two days ago",
+        "after work", "on my birthday", "during the holidays")
+FEELINGS = ("exhausting", "wonderful", "stressful", "relaxing", "surprising", "fun", "frustrating",
+            "peaceful", "exciting")
+QUERIES = (
+    "I spent some time on {topic} {when} with my {person}; the {a} was {feel} and the {b} even more.",
+    "Do you remember the {a} I told you about? I want to try it again with the {b} {when}.",
+    "My {person} thinks the {a} matters more than the {b} for {topic}. What do you think?",
+    "{When} I finally sorted out the {a} and bought a new {b}. {topic} is getting {feel}.",
+    "Can you remind me what I said about the {a}? I keep thinking about {topic} and the {b}.",
+    "Honestly {topic} has been {feel} lately: the {a} broke and my {person} lost the {b}.",
+)
+RESPONSES = (
+    "That sounds {feel}! How did your {person} like the {a}?",
+    "You mentioned {topic} before; maybe focus on the {b} next time and keep the {a} simple.",
+    "I remember the {a}. Trying the {b} {when} sounds like a good plan.",
+    "It is normal for {topic} to feel {feel} sometimes. What would make the {b} easier?",
+)
+FACTS = ("I love {a}", "my {person} is into {topic}", "I am saving up for a {b}", "I work on {topic} weekly")
+AGENT_TRAITS = ("I suggested trying the {a} for {topic}", "I promised to ask about the {b} next time")
+
+
+class TextGenerator:
+    """Synthetic pages and queries over TOPICS; deterministic for a seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def _fill(self, template: str, topic: str) -> str:
+        words = TOPICS[topic]
+        a, b = self.rng.choice(len(words), size=2, replace=False)
+        pick = self.rng.choice
+        when = str(pick(WHEN))
+        return template.format(topic=topic, a=words[a], b=words[b], person=pick(PEOPLE), when=when,
+                               When=when[:1].upper() + when[1:], feel=pick(FEELINGS))
+
+    def page(self, topic: str) -> tuple[str, str]:
+        return (self._fill(str(self.rng.choice(QUERIES)), topic),
+                self._fill(str(self.rng.choice(RESPONSES)), topic))
+
+    def query(self) -> str:
+        return self._fill(str(self.rng.choice(QUERIES)), str(self.rng.choice(TOPIC_NAMES)))
+
+    def sentence(self, templates: tuple[str, ...], topic: str) -> str:
+        return self._fill(str(self.rng.choice(templates)), topic)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000],
+                        help="pages of the synthetic user; a fresh store per size (default 1k 10k 100k)")
+    parser.add_argument("--policies", nargs="+", choices=RECALL_POLICIES, default=list(RECALL_POLICIES),
+                        help="recall policies to time (default: all)")
+    parser.add_argument("--queries", type=int, default=200, help="timed recalls per variant (default 200)")
+    parser.add_argument("--write-sample", type=int, default=50,
+                        help="pages sent through the real write path per size (default 50)")
+    parser.add_argument("--segment-pages", type=int, default=50,
+                        help="pages per MTM segment; segments are capped at MTM_CAPACITY (default 50)")
+    parser.add_argument("--pool", type=int, default=3_000,
+                        help="distinct page texts embedded with MiniLM; the rest reuse them (default 3000)")
+    parser.add_argument("--noise", type=float, default=0.02,
+                        help="std of the noise added to reused embeddings, per dimension (default 0.02)")
+    parser.add_argument("--hnsw", choices=("both", "off", "on"), default="both",
+                        help="measure before and/or after Edge's optimize() builds HNSW (default both)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--in-place", action="store_true",
+                        help="use the configured database with a throwaway user instead of a fresh database")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (vector shard)")
+
+
+# --------------------------------------------------------------------------- the bulk path
+
+
+@dataclass
+class Pool:
+    """Real MiniLM vectors of --pool page texts, by topic."""
+
+    vectors: dict[str, np.ndarray]
+    seconds: float
+
+
+_POOLS: dict[tuple[int, int], Pool] = {}
+WORD_TOPIC = {word: topic for topic, words in TOPICS.items() for word in words} | {t: t for t in TOPICS}
+
+
+def embedding_pool(size: int, seed: int, show: bool) -> Pool:
+    """Embedded once per process and reused by every size (same seed, same texts)."""
+    if (size, seed) not in _POOLS:
+        gen = TextGenerator(seed + 1)
+        per_topic = max(1, math.ceil(size / len(TOPIC_NAMES)))
+        bar = common.progress(per_topic * len(TOPIC_NAMES), "embed pool", show)
+        started, vectors = time.perf_counter(), {}
+        for topic in TOPIC_NAMES:
+            texts = [page_text(*gen.page(topic)) for _ in range(per_topic)]
+            vectors[topic] = np.asarray(components.embedder().embed(texts), dtype=np.float32)
+            bar.update(len(texts))
+        bar.close()
+        _POOLS[(size, seed)] = Pool(vectors=vectors, seconds=time.perf_counter() - started)
+    return _POOLS[(size, seed)]
+
+
+class PoolEmbedder:
+    """Stands in for MiniLM while the bulk path builds points: a text gets the vector of a random
+    pool text of its topic (found by its topic words) plus Gaussian noise, renormalised."""
+
+    name = "pool"
+
+    def __init__(self, pool: Pool, rng: np.random.Generator, noise: float) -> None:
+        self.pool, self.rng, self.noise = pool, rng, noise
+        self.dimension = next(iter(pool.vectors.values())).shape[1]
+
+    def topic_of(self, text: str) -> str:
+        for word in text.lower().replace(".", " ").replace(",", " ").replace("?", " ").split():
+            if word in WORD_TOPIC:
+                return WORD_TOPIC[word]
+        return TOPIC_NAMES[self.rng.integers(len(TOPIC_NAMES))]
+
+    def vector(self, topic: str) -> np.ndarray:
+        rows = self.pool.vectors[topic]
+        base = rows[self.rng.integers(len(rows))]
+        vector = base + self.rng.normal(0.0, self.noise, size=base.shape).astype(np.float32)
+        return vector / np.linalg.norm(vector)
+
+    def embed(self, texts) -> list[list[float]]:
+        return [self.vector(self.topic_of(text)).tolist() for text in texts]
+
+
+@contextmanager
+def _embedder_replaced(embedder):
+    """Product code that embeds (memory.turns) gets the pool embedder while points are built."""
+    with mock.patch.object(components, "embedder", lambda: embedder):
+        yield
+
+
+def _cid(*parts: Any) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()
+
+
+BATCH = 2_000
+USER_NAME = "Sam"
+
+
+class StoreBuilder:
+    """Builds one synthetic user's store the way maintenance would have left it (see the module doc)."""
+
+    def __init__(self, env: common.BenchEnv, *, pages: int, options: dict, pool: Pool) -> None:
+        self.params = components.memory_params()
+        self.pages = pages
+        self.gen = TextGenerator(options["seed"] + pages)
+        self.rng = np.random.default_rng(options["seed"])
+        self.embedder = PoolEmbedder(pool, self.rng, options["noise"])
+        self.user = env.make_user("scale")
+        self.sona = Sona.objects.create(user=self.user, name="assistant", profile="A helpful assistant.",
+                                        is_default=True)
+        self.now = timezone.now()
+        self.stm = min(self.params.stm_capacity, pages)
+        self.mtm = pages - self.stm
+        wanted = max(1, math.ceil(self.mtm / options["segment_pages"]))
+        self.n_segments = min(self.params.mtm_capacity, wanted) if self.mtm else 0
+        self.vector_seconds = 0.0
+        self.last_utterance: dict | None = None
+
+    def build(self, show: bool) -> dict:
+        started = time.perf_counter()
+        self._segments()
+        bar = common.progress(self.pages, f"build {self.pages:,} pages", show)
+        for start in range(0, self.pages, BATCH):
+            batch = [self._page(seq) for seq in range(start + 1, min(self.pages, start + BATCH) + 1)]
+            self._write(batch)
+            self._timed_upsert(self._page_points(batch))
+            bar.update(len(batch))
+        bar.close()
+        self._timed_upsert([_segment_point(s) for s in self.seg_rows])
+        self._persona()
+        UserMemoryState.objects.create(user=self.user, next_seq=self.pages + 1, last_maintenance_at=self.now)
+        components.vector_index().flush()
+        _analyze_if_postgres()
+        seconds = time.perf_counter() - started
+        return {"segments": self.n_segments, "stm": self.stm, "mtm": self.mtm,
+                "points": components.vector_index().count(user_id=str(self.user.pk)),
+                "seconds": round(seconds, 2), "vector_seconds": round(self.vector_seconds, 2),
+                "pages_per_s": round(self.pages / seconds, 1)}
+
+    def _segments(self) -> None:
+        """Topic-coherent segments, already promoted once (as maintenance would have done long ago)."""
+        self.seg_topics = [TOPIC_NAMES[i % len(TOPIC_NAMES)] for i in range(self.n_segments)]
+        self.seg_rows = []
+        for topic in self.seg_topics:
+            lines = " ".join(self.gen.page(topic)[0] for _ in range(3))
+            seg = Segment(id=uuid.uuid4(), user=self.user, summary=lines[:400],
+                          keywords=sorted(offline.extract_keywords(lines)),
+                          n_visit=int(self.rng.integers(0, 3)), l_interaction=0, page_count=0,
+                          promoted_count=1, last_promoted_at=self.now,
+                          last_access=self.now - timedelta(days=int(self.rng.integers(0, 60))))
+            seg.cid = _cid("segment", seg.id)
+            self.seg_rows.append(seg)
+        texts = [segment_text(s) for s in self.seg_rows]
+        vectors = components.embedder().embed(texts) if texts else []
+        for seg, vector in zip(self.seg_rows, vectors, strict=True):
+            seg.embedding = vector_to_bytes(vector)
+        self.assignment = self.rng.integers(0, max(self.n_segments, 1), size=self.mtm)
+        for index in self.assignment:
+            self.seg_rows[index].page_count += 1
+        Segment.objects.bulk_create(self.seg_rows)
+        nodes = MemoryNode.objects.bulk_create([
+            MemoryNode(user=self.user, kind=MemoryNode.Kind.SEGMENT, object_id=str(s.id), cid=s.cid)
+            for s in self.seg_rows])
+        self.seg_nodes = {s.id: n for s, n in zip(self.seg_rows, nodes, strict=True)}
+
+    def _page(self, seq: int) -> DialoguePage:
+        in_mtm = seq <= self.mtm
+        segment = self.seg_rows[self.assignment[seq - 1]] if in_mtm else None
+        topic = self.seg_topics[self.assignment[seq - 1]] if in_mtm else TOPIC_NAMES[seq % len(TOPIC_NAMES)]
+        query, response = self.gen.page(topic)
+        page_id = uuid.uuid4()
+        timestamp = self.now - timedelta(days=730) + timedelta(days=730) * seq / self.pages
+        return DialoguePage(
+            id=page_id, user=self.user, sona=self.sona, seq=seq, query=query, response=response,
+            status=PageStatus.COMPLETE, timestamp=timestamp, tier=Tier.MTM if in_mtm else Tier.STM,
+            segment=segment, chain_id=page_id, chain_done=True, meta_chain=query[:300],
+            keywords=sorted(offline.extract_keywords(f"{query}\n{response}")),
+            embedding=vector_to_bytes(self.embedder.vector(topic)), reply_model="bench-synthetic",
+            utterances=[{"id": "", "speaker": USER_NAME, "text": query},
+                        {"id": "", "speaker": self.sona.name, "text": response}],
+            turns_indexed=True, cid=_cid("page", page_id), moved_at=timestamp if in_mtm else None)
+
+    def _write(self, batch: list[DialoguePage]) -> None:
+        """The rows maintenance leaves behind: the page, its graph node and edge, its lifecycle events."""
+        user, kinds = self.user, LifecycleEvent.Kind
+        with transaction.atomic():
+            DialoguePage.objects.bulk_create(batch)
+            nodes = MemoryNode.objects.bulk_create([
+                MemoryNode(user=user, kind=MemoryNode.Kind.PAGE, object_id=str(p.id), cid=p.cid)
+                for p in batch])
+            MemoryEdge.objects.bulk_create(
+                [MemoryEdge(user=user, source=self.seg_nodes[p.segment_id], target=node, relation="contains")
+                 for p, node in zip(batch, nodes, strict=True) if p.segment_id])
+            events = []
+            for p in batch:
+                events.append(LifecycleEvent(user=user, kind=kinds.PAGE_ADDED, subject_id=str(p.id),
+                                             payload={"seq": p.seq, "sona": self.sona.name}))
+                if p.segment_id:
+                    segment_id = str(p.segment_id)
+                    events += [LifecycleEvent(user=user, kind=kinds.MOVED_TO_MTM, subject_id=str(p.id),
+                                              payload={"seq": p.seq, "segment_id": segment_id}),
+                               LifecycleEvent(user=user, kind=kinds.SEGMENT_MERGED, subject_id=segment_id,
+                                              payload={"page_id": str(p.id)})]
+            LifecycleEvent.objects.bulk_create(events)
+
+    def _page_points(self, batch: list[DialoguePage]) -> list[VectorPoint]:
+        """Page points and utterance ("turn") points, laid out by the product's own functions
+        (memory.turns builds the turn points exactly as maintenance's index_turns does)."""
+        points = [page_point(p, list(bytes_to_vector(p.embedding))) for p in batch]
+        with _embedder_replaced(self.embedder):
+            points += turn_points(batch, self.last_utterance, HybridParams())
+        self.last_utterance = batch[-1].utterances[-1]
+        return points
+
+    def _timed_upsert(self, points: list[VectorPoint]) -> None:
+        started = time.perf_counter()
+        if points:
+            components.vector_index().upsert(points)
+        self.vector_seconds += time.perf_counter() - started
+
+    def _persona(self) -> None:
+        """A full LPM: profile, KB and agent traits at FIFO capacity, a quarter of the trait dimensions."""
+        UserProfile.objects.create(user=self.user, name=USER_NAME, extra={"city": "Lisbon"})
+        keys = list(TRAITS_BY_KEY)[: len(TRAITS_BY_KEY) // 4]
+        scores = self.rng.uniform(0.1, 0.9, len(keys))
+        UserTrait.objects.bulk_create([UserTrait(user=self.user, key=key, score=float(score))
+                                       for key, score in zip(keys, scores, strict=True)])
+        points = []
+        for model, kind, templates, capacity in (
+                (KnowledgeFact, "kb", FACTS, self.params.kb_capacity),
+                (AgentTrait, "agent_trait", AGENT_TRAITS, self.params.agent_trait_capacity)):
+            texts = {}
+            for n in range(capacity):
+                text = self.gen.sentence(templates, TOPIC_NAMES[n % len(TOPIC_NAMES)]) + f" (note {n + 1})"
+                texts.setdefault(normalise_fact(text)[:500], text)
+            extra = {"sona": self.sona} if model is AgentTrait else {}
+            rows = model.objects.bulk_create([
+                model(user=self.user, text=text, normalised=norm, cid=_cid(kind, norm), **extra)
+                for norm, text in texts.items()])
+            vectors = components.embedder().embed([r.text for r in rows])
+            points += [VectorPoint(id=str(r.id), vector=v, text=r.text,
+                                   payload={"user_id": str(self.user.pk), "kind": kind, "timestamp": 0.0})
+                       for r, v in zip(rows, vectors, strict=True)]
+        self._timed_upsert(points)
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def _timings(call, items, label: str, show: bool) -> dict[str, float]:
+    return common.summarize_ms([common.timed_ms(lambda item=item: call(item))[0]
+                                for item in common.progress_iter(items, label, show)])
+
+
+def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[float]], *,
+                      policies: list[str], show: bool, label: str) -> dict[str, Any]:
+    """recall_for_query per policy, with and without the trace; the pieces it is made of."""
+    index, uid = components.vector_index(), str(user.pk)
+    result: dict[str, Any] = {"policies": {}}
+    for policy in policies:
+        for query in queries[:5]:  # warm-up: statement caches, the model's first forward
+            recall_for_query(user=user, query=query, sona=sona, record_trace=False, policy=policy)
+        result["policies"][policy] = {
+            name: _timings(lambda q, r=record, p=policy: recall_for_query(user=user, query=q, sona=sona,
+                                                                          record_trace=r, policy=p),
+                           queries, f"{label} {policy} {name}", show)
+            for name, record in (("recall", True), ("recall_no_trace", False))}
+    result["embed"] = _timings(lambda q: components.embedder().embed([q]), queries, f"{label} embed", show)
+    result["search_all_pages"] = _timings(
+        lambda v: index.search(user_id=uid, vector=v, limit=10, kind="page"), query_vectors, "search", show)
+    result["search_all_turns"] = _timings(
+        lambda v: index.search(user_id=uid, vector=v, limit=80, kind="turn", match_any={"tier": [Tier.MTM]}),
+        query_vectors, "search", show)
+    result["keyword_search_all_turns"] = _timings(
+        lambda q: index.search_text(user_id=uid, text=q, limit=80, kind="turn", match_any={"tier": [Tier.MTM]}),
+        queries, "keyword search", show)
+    return result
+
+
+def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, float]:
+    """Pages through page_start + page_complete (real embedding) + maintenance_run, one at a time."""
+    gen = TextGenerator(seed + 99)
+    messages = [gen.page(TOPIC_NAMES[n % len(TOPIC_NAMES)]) for n in range(count)]
+
+    def one(message: tuple[str, str]) -> None:
+        page = page_start(user=user, query=message[0], sona=sona, timestamp=timezone.now())
+        page_complete(page=page, response=message[1], reply_model="bench", schedule=False)
+        maintenance_run(user_id=user.pk)
+
+    timings, errors = [], {}
+    for message in common.progress_iter(messages, "write path", show):
+        started = time.perf_counter()
+        try:
+            one(message)
+        except Exception as exc:  # a failing step is a finding to report, not a reason to stop
+            key = f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+            errors[key] = errors.get(key, 0) + 1
+        timings.append((time.perf_counter() - started) * 1000)
+    summary: dict[str, Any] = common.summarize_ms(timings)
+    summary["pages_per_s"] = round(1000 * len(timings) / sum(timings), 2) if timings else math.nan
+    summary["errors"] = errors
+    return summary
+
+
+def run_size(pages: int, options: dict, show: bool) -> dict:
+    pool = embedding_pool(min(options["pool"], pages), options["seed"], show)
+    gen = TextGenerator(options["seed"] + 1_000_003)
+    queries = [gen.query() for _ in range(options["queries"])]
+    query_vectors = components.embedder().embed(queries)
+    measure = {"policies": options["policies"], "show": show}
+    with common.bench_env(isolate_db=not options["in_place"], keep=options["keep"]) as env:
+        builder = StoreBuilder(env, pages=pages, options=options, pool=pool)
+        result: dict[str, Any] = {"pages": pages, "build": builder.build(show), "latency": {},
+                                  "pool_texts": min(options["pool"], pages),
+                                  "pool_seconds": round(pool.seconds, 2),
+                                  "db_mb": common.database_size_mb(), "shard_mb": env.shard_size_mb()}
+        user, sona = builder.user, builder.sona
+        if options["hnsw"] in ("both", "off"):
+            result["latency"]["plain"] = measure_retrieval(user, sona, queries, query_vectors, label="plain",
+                                                           **measure)
+        if options["write_sample"]:
+            result["write"] = measure_writes(user, sona, options["write_sample"], options["seed"], show)
+        if options["hnsw"] in ("both", "on"):
+            result["optimize_seconds"] = round(common.timed_ms(env.index.optimize)[0] / 1000, 1)
+            result["shard_mb_hnsw"] = env.shard_size_mb()
+            result["latency"]["hnsw"] = measure_retrieval(user, sona, queries, query_vectors, label="hnsw",
+                                                          **measure)
+        result["database"] = _database_vendor()
+        result["vectors"] = env.vector_location
+    result["peak_rss_mb"] = common.peak_rss_mb()
+    return result
+
+
+def _analyze_if_postgres() -> None:
+    """PostgreSQL's autovacuum would have analysed tables that grew over months; a bulk build is
+    measured minutes later, so give the planner its statistics now. SQLite gathers none unless
+    told to, and the product never tells it: it is measured as it is."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+
+def _database_vendor() -> str:
+    from django.db import connection
+
+    return connection.vendor
+
+
+def run(options: dict, stdout) -> dict:
+    show = not options.get("no_progress")
+    components.embedder().embed(["warm up"])
+    baseline_rss = common.peak_rss_mb()
+    runs = []
+    for pages in sorted(set(options["sizes"])):  # ascending: the process's peak RSS is then this size's
+        runs.append(run_size(pages, options, show))
+        if show:  # on stderr, with the progress bars: stdout may be carrying --json
+            print(render_latency_table(runs[-1:]), file=sys.stderr, flush=True)
+    keys = ("sizes", "policies", "queries", "write_sample", "segment_pages", "pool", "noise", "hnsw", "seed")
+    return {"benchmark": "scale", "date": common.today(), "machine": common.machine(),
+            "baseline_rss_mb": baseline_rss, "options": {k: options[k] for k in keys}, "runs": runs}
+
+
+def render(result: dict) -> str:
+    runs, opts = result["runs"], result["options"]
+    notes = [
+        f"{result['date']}, {result['machine']}; database {runs[0]['database'] if runs else '-'}; "
+        f"peak RSS with only the model loaded {result['baseline_rss_mb']} MB.",
+        "Stores built by the bulk path: rows in their tiers and segments, vectors upserted in batches. "
+        f"Embeddings: real MiniLM for a pool of {opts['pool']:,} texts, reused with Gaussian noise "
+        f"(sigma {opts['noise']}) for the other pages and utterances; segments, persona and queries real.",
+        "recall = memory.recall.recall_for_query, query embedding and heat update included; "
+        "'trace' = the retrieval trace is stored (the product's path).",
+        "all-pages / all-turns search = one dense search over all of the user's page / MTM utterance points; "
+        "all-turns BM25 = one keyword search over the user's MTM utterances (the hybrid policy makes both).",
+        "write path = page_start + page_complete (embedding) + maintenance_run per page, on the built store.",
+    ]
+    return "\n\n".join([render_store_table(runs), render_latency_table(runs), "\n".join(notes)])
+
+
+def render_store_table(runs: list[dict]) -> str:
+    rows = []
+    for r in runs:
+        write = r.get("write") or {}
+        rows.append([r["pages"], r["build"]["segments"], r["build"]["points"], r["build"]["seconds"],
+                     r["build"]["pages_per_s"], write.get("pages_per_s"), write.get("p50"), write.get("p95"),
+                     sum((write.get("errors") or {}).values()), r["db_mb"], r["shard_mb"], r.get("shard_mb_hnsw"),
+                     r.get("optimize_seconds"), r["peak_rss_mb"]])
+    table = common.render_table(
+        ["pages", "segments", "points", "bulk s", "bulk pages/s", "write pages/s", "write p50 ms",
+         "write p95 ms", "write errors", "DB MB", "shard MB", "shard MB HNSW", "optimize s", "peak RSS MB"],
+        rows, title="Store size and ingest")
+    errors = [f"  {r['pages']:,} pages: {message} x{count}" for r in runs
+              for message, count in ((r.get("write") or {}).get("errors") or {}).items()]
+    return "\n".join([table, "write errors:", *errors]) if errors else table
+
+
+def render_latency_table(runs: list[dict]) -> str:
+    rows = []
+    for r in runs:
+        for variant in ("plain", "hnsw"):
+            lat = r["latency"].get(variant)
+            for policy, timing in (lat or {}).get("policies", {}).items():
+                rows.append([r["pages"], "yes" if variant == "hnsw" else "no", policy,
+                             timing["recall"]["p50"], timing["recall"]["p95"],
+                             timing["recall_no_trace"]["p50"], timing["recall_no_trace"]["p95"],
+                             lat["embed"]["p50"], lat["search_all_pages"]["p95"],
+                             lat["search_all_turns"]["p95"], lat.get("keyword_search_all_turns", {}).get("p95")])
+    return common.render_table(
+        ["pages", "HNSW", "policy", "recall p50", "recall p95", "no trace p50", "no trace p95",
+         "embed p50", "all-pages search p95", "all-turns search p95", "all-turns BM25 p95"], rows,
+        title="Retrieval latency, ms (recall includes the query embedding)")

@@ -1,0 +1,74 @@
+"""`manage.py bench {retrieval,scale,qa,ws} [...]`: the benchmarks, as a table or as --json.
+
+Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
+`run(options, stdout) -> dict` and `render(result) -> str`. Modules are imported when their
+subcommand runs (and, for its options, when the parser is built; a missing one is listed as
+unavailable), so one benchmark's heavy imports never slow another.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+BENCHMARKS = {
+    "retrieval": "LoCoMo evidence recall of the recall policies against BM25 and dense baselines",
+    "scale": "retrieval latency, ingest throughput and sizes as one user's store grows",
+    "qa": "LoCoMo answer F1 / BLEU-1 with the configured LLM endpoint",
+    "ws": "websocket chat load on loopback: concurrent sessions, time to first token, errors",
+}
+
+
+class BenchmarkUnavailable(CommandError):
+    pass
+
+
+def load(name: str):
+    try:
+        return importlib.import_module(f"memory.benchmarks.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"memory.benchmarks.{name}":
+            raise BenchmarkUnavailable(
+                f"The {name!r} benchmark is not installed (memory/benchmarks/{name}.py).") from None
+        raise
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN/inf become null: JSON has no NaN, and a missing measurement is what they mean."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+class Command(BaseCommand):
+    help = "Run a benchmark and print its table (or --json)."
+
+    def add_arguments(self, parser):
+        # Django's CommandParser hands its error handling down to the subparsers.
+        subparsers = parser.add_subparsers(dest="benchmark", metavar="{" + ",".join(BENCHMARKS) + "}",
+                                           required=True)
+        for name, summary in BENCHMARKS.items():
+            sub = subparsers.add_parser(name, help=summary, description=summary)
+            sub.add_argument("--json", action="store_true", help="print the result as JSON instead of tables")
+            sub.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+            try:
+                load(name).add_arguments(sub)
+            except BenchmarkUnavailable:
+                sub.description = f"{summary} (unavailable: memory/benchmarks/{name}.py is missing)"
+
+    def handle(self, *args, **options):
+        name = options["benchmark"]
+        module = load(name)
+        result = module.run(options, self.stdout)
+        if options["json"]:
+            self.stdout.write(json.dumps(_jsonable(result), indent=2, default=str))
+        else:
+            self.stdout.write(module.render(result))

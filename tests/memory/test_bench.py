@@ -1,0 +1,201 @@
+"""`manage.py bench`: the dispatcher, scale on a tiny store, qa end to end against a fake endpoint.
+
+These check that the benchmarks run and report what they say; the numbers come from commands
+(BENCHMARKS.md), never from tests.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from memory import components
+from memory.benchmarks import common, qa
+from memory.management.commands.bench import BenchmarkUnavailable, load
+from memory.models import DialoguePage
+
+
+def run_json(*args) -> dict:
+    out = io.StringIO()
+    call_command("bench", *args, "--json", "--no-progress", stdout=out, stderr=io.StringIO())
+    return json.loads(out.getvalue())
+
+
+# --------------------------------------------------------------------------- helpers, no database
+
+
+def test_percentiles_and_table():
+    assert common.percentile([1, 2, 3, 4], 50) == 2.5
+    assert common.percentile([10.0], 95) == 10.0
+    summary = common.summarize_ms([float(v) for v in range(1, 101)])
+    assert summary["n"] == 100 and summary["p50"] == 50.5 and summary["p95"] == 95.05
+    table = common.render_table(["name", "ms"], [["a", 1.5], ["bb", 1234.0], ["c", None]], title="T")
+    lines = table.splitlines()
+    assert lines[0] == "T" and lines[1].split() == ["name", "ms"]
+    assert lines[3].endswith(" 1.50") and lines[4].endswith("1,234") and lines[5].endswith("-")
+
+
+def test_missing_benchmark_module_is_reported():
+    with pytest.raises(BenchmarkUnavailable, match="not installed"):
+        load("no_such_benchmark")
+
+
+@pytest.mark.parametrize(("prediction", "gold", "category", "f1", "bleu"), [
+    ("golden retriever", "a golden retriever", 4, 1.0, 1.0),
+    ("The dog, a Golden Retriever!", "golden retriever", 4, 0.8, 0.6667),
+    ("May 2023", "7 May 2023", 2, 0.8, 0.6065),
+    ("painting, hiking and chess", "hiking, painting", 1, 0.8333, 0.6667),
+    ("yes", "Likely yes; she loves hiking", 3, 0.6667, 0.3679),
+    ("running", "she runs", 4, 0.6667, 0.0),  # stemmed for F1, not for BLEU-1
+    ("", "anything", 4, 0.0, 0.0),
+])
+def test_locomo_scoring(prediction, gold, category, f1, bleu):
+    got_f1, got_bleu = qa.score(prediction, gold, category)
+    assert got_f1 == pytest.approx(f1, abs=1e-4)
+    assert got_bleu == pytest.approx(bleu, abs=1e-4)
+
+
+# --------------------------------------------------------------------------- scale
+
+
+@pytest.mark.slow
+def test_scale_builds_measures_and_cleans_up(memory_env):
+    result = run_json("scale", "--sizes", "40", "--queries", "4", "--write-sample", "2", "--pool", "48",
+                      "--segment-pages", "10", "--in-place")
+    [size] = result["runs"]
+    build = size["build"]
+    assert size["pages"] == 40 and build["stm"] == 7 and build["mtm"] == 33 and build["segments"] == 4
+    # a page point and two utterance points per page, the segments, 100 KB facts, 100 agent traits
+    assert build["points"] == 40 * 3 + 4 + 200
+    for variant in ("plain", "hnsw"):
+        latency = size["latency"][variant]
+        assert set(latency["policies"]) == {"memoryos", "hybrid"}
+        for timing in latency["policies"].values():
+            assert timing["recall"]["n"] == 4 and 0 < timing["recall"]["p50"] <= timing["recall"]["p95"]
+        assert latency["search_all_turns"]["n"] == 4
+    assert size["write"]["n"] == 2 and size["write"]["pages_per_s"] > 0
+    assert size["shard_mb"] > 0 and size["db_mb"] > 0 and size["peak_rss_mb"] > 0
+    # the throwaway user and its rows are gone; the settings' vector shard was never opened
+    assert not get_user_model().objects.filter(username__startswith="scale-").exists()
+    assert DialoguePage.objects.count() == 0
+    assert not (memory_env.QDRANT_PATH).exists()
+
+
+@pytest.mark.slow
+def test_scale_in_a_fresh_database_renders_tables(memory_env):
+    out = io.StringIO()
+    call_command("bench", "scale", "--sizes", "12", "--queries", "2", "--write-sample", "1", "--pool", "24",
+                 "--hnsw", "off", "--policies", "memoryos", "--no-progress", stdout=out, stderr=io.StringIO())
+    text = out.getvalue()
+    assert "Store size and ingest" in text and "Retrieval latency" in text
+    row = next(line for line in text.splitlines() if line.lstrip().startswith("12 ") and "memoryos" in line)
+    assert row.split()[1] == "no"
+    # the benchmark's database was dropped and the test database is back
+    assert get_user_model().objects.count() == 0
+
+
+# --------------------------------------------------------------------------- qa
+
+TINY_LOCOMO = [{
+    "sample_id": "tiny-1",
+    "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Ben",
+        "session_1_date_time": "10:00 am on 7 May, 2023",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a golden retriever today! He is Max."},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "Congratulations! A golden retriever is great."},
+            {"speaker": "Ana", "dia_id": "D1:3", "text": "On weekends I love hiking and painting."},
+            {"speaker": "Ben", "dia_id": "D1:4", "text": "Hiking with Max sounds lovely."},
+        ],
+        "session_2_date_time": "4:30 pm on 20 June, 2023",
+        "session_2": [
+            {"speaker": "Ana", "dia_id": "D2:1", "text": "Max and I climbed a mountain trail last Sunday."},
+            {"speaker": "Ben", "dia_id": "D2:2", "text": "Wow, how long did the hike take?",
+             "blip_caption": "a dog on a mountain top"},
+        ],
+    },
+    "qa": [
+        {"question": "What pet does Ana have?", "answer": "a golden retriever", "evidence": ["D1:1"],
+         "category": 4},
+        {"question": "When did Ana adopt her dog?", "answer": "7 May 2023", "evidence": ["D1:1"],
+         "category": 2},
+        {"question": "What does Ana like to do on weekends?", "answer": "hiking, painting",
+         "evidence": ["D1:3"], "category": 1},
+        {"question": "What is Ben's dog called?", "adversarial_answer": "Max", "evidence": ["D1:1"],
+         "category": 5},
+        {"question": "Would Ana enjoy a trip to the mountains?", "answer": "Likely yes; she loves hiking",
+         "evidence": ["D1:3", "D2:1"], "category": 3},
+    ],
+}]
+
+
+@pytest.fixture
+def llm_endpoint(memory_env, openai_server):
+    memory_env.LLM_ENABLED = True
+    memory_env.OPENAI_BASE_URL = openai_server.base_url
+    memory_env.OPENAI_API_KEY = openai_server.api_key
+    memory_env.OPENAI_CHAT_MODEL = "tiny-test-model"
+    components.chat_model.cache_clear()
+    yield openai_server
+    components.chat_model.cache_clear()
+
+
+@pytest.mark.slow
+def test_qa_end_to_end_against_an_openai_compatible_server(llm_endpoint, tmp_path):
+    data = tmp_path / "tiny_locomo.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+    llm_endpoint.reply("golden retriever", "May 2023", "painting, hiking and chess", "yes")
+
+    result = run_json("qa", "--data", str(data), "--in-place")
+
+    summary = result["summary"]
+    assert summary["answers"] == 4  # category 5 skipped
+    cats = summary["categories"]
+    assert cats["single-hop"] == {"n": 1, "f1": 1.0, "bleu1": 1.0}
+    assert cats["temporal"]["f1"] == pytest.approx(0.8)
+    assert cats["multi-hop"]["f1"] == pytest.approx(0.8333, abs=1e-4)
+    assert cats["open-domain"]["f1"] == pytest.approx(0.6667, abs=1e-4)
+    assert summary["llm_calls_per_answer"] == 1.0 and summary["answer_failures"] == 0
+    assert summary["maintenance_llm_calls"] == 0  # the offline engine maintains memory
+    chats = llm_endpoint.chat_requests()
+    assert len(chats) == 4
+    # each answer's prompt carries the retrieved memory and the question; the server counts words
+    first = chats[0].body["messages"]
+    assert "golden retriever" in first[0]["content"] and first[-1]["content"] == "What pet does Ana have?"
+    words = sum(len(m["content"].split()) for c in chats for m in c.body["messages"])
+    assert summary["prompt_tokens_per_answer"] == pytest.approx(words / 4, abs=0.1)
+    [conv] = result["runs"]
+    assert conv["pages"] == 3 and conv["turns"] == 6
+    assert [a["prediction"] for a in conv["answers"]][0] == "golden retriever"
+    assert not get_user_model().objects.filter(username__startswith="qa-").exists()
+
+
+def test_qa_without_an_endpoint_says_so(memory_env, tmp_path):
+    data = tmp_path / "tiny_locomo.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+    with pytest.raises(CommandError, match="needs an LLM endpoint"):
+        call_command("bench", "qa", "--data", str(data), stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_qa_rejects_a_malformed_file(llm_endpoint, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"conversation": ')
+    with pytest.raises(CommandError, match="Malformed conversation file"):
+        call_command("bench", "qa", "--data", str(bad), stdout=io.StringIO(), stderr=io.StringIO())
+
+
+# --------------------------------------------------------------------------- ws
+
+
+@pytest.mark.slow
+def test_ws_load_against_a_live_server(memory_env):
+    result = run_json("ws", "--sessions", "3", "--messages", "2", "--timeout", "120")
+    assert result["connected"] == 3 and result["held"] == 3
+    assert result["sent"] == 6 and result["replies"] == 6 and result["stored"] == 6
+    assert result["error_count"] == 0 and result["engine"] == "offline"
+    assert 0 < result["first_token_ms"]["p50"] <= result["reply_ms"]["p95"]
+    assert result["server_rss"] > 0
