@@ -6,7 +6,8 @@ then answer each question of categories 1-4 (5, adversarial, is skipped) from re
 with one LLM call: recall_for_query (no trace, no heat update, so questions do not change the
 memory the next one sees), the product's prompt assembly within the prompt budget, one
 completion. Also counted: LLM calls and prompt tokens per answer (the adapter's counters), and
-LLM calls made while the conversation was replayed (maintenance; the offline engine makes none).
+LLM calls made while the conversation was replayed (maintenance: segment summaries, persona
+extraction, when a model is configured).
 
 Scoring as in LoCoMo's task_eval/evaluation.py: answers normalised (lower case, commas and
 punctuation removed, articles and "and" removed), tokens Porter-stemmed, token F1; category 1
