@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 
@@ -11,6 +14,28 @@ from memory.engine.ports import ChatModel, Embedder, VectorIndex
 from memory.engine.types import MemoryParams
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_build_lock = threading.RLock()  # re-entrant: vector_index() builds embedder() on its way
+
+
+def _built_once(factory: Callable[[], T]) -> Callable[[], T]:
+    """functools.cache that also holds when several threads ask first at the same moment.
+
+    Chat turns run in a thread pool: without the lock, two first turns would each open the embedded
+    Qdrant shard, and the second fails ("path already contains segment data")."""
+    cached = functools.cache(factory)
+
+    @functools.wraps(factory)
+    def get() -> T:
+        if cached.cache_info().currsize:
+            return cached()
+        with _build_lock:
+            return cached()
+
+    get.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    get.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    return get
 
 
 def memory_params() -> MemoryParams:
@@ -27,7 +52,7 @@ def memory_params() -> MemoryParams:
     )
 
 
-@functools.cache
+@_built_once
 def embedder() -> Embedder:
     from memory.embeddings import build_embedder
 
@@ -37,7 +62,7 @@ def embedder() -> Embedder:
     return build_embedder(backend="minilm")
 
 
-@functools.cache
+@_built_once
 def vector_index() -> VectorIndex:
     from memory.vectors import open_vector_index
 
@@ -46,7 +71,7 @@ def vector_index() -> VectorIndex:
                              api_key=settings.QDRANT_API_KEY)
 
 
-@functools.cache
+@_built_once
 def chat_model() -> ChatModel | None:
     """The configured LLM, or None: then the offline engine answers and maintains memory."""
     if not settings.LLM_ENABLED:
@@ -60,6 +85,11 @@ def chat_model() -> ChatModel | None:
 
 def reset_components() -> None:
     """Forget built adapters (settings changed)."""
+    with _build_lock:
+        _reset()
+
+
+def _reset() -> None:
     for factory in (embedder, chat_model):
         factory.cache_clear()
     if vector_index.cache_info().currsize:

@@ -11,7 +11,7 @@ from memory.engine.ports import VectorPoint
 from memory.maintenance import _segment_point
 from memory.models import DialoguePage, PageStatus, Segment, Tier, bytes_to_vector, vector_to_bytes
 from memory.services import page_point, page_text
-from memory.turns import index_turns
+from memory.turns import index_turns, turn_facts
 from persona.models import AgentTrait, KnowledgeFact
 
 BATCH = 256
@@ -50,6 +50,7 @@ def reindex_all(*, progress: bool = False) -> dict[str, int]:
     """Drop every point, then upsert pages, segments, KB facts, agent traits and utterances."""
     index = components.vector_index()
     index.clear()
+    turn_facts().clear()
     counts = {"page": 0, "segment": 0, "kb": 0, "agent_trait": 0}
     pages = DialoguePage.objects.filter(status=PageStatus.COMPLETE).exclude(tier=Tier.ARCHIVED).order_by("pk")
     sources = [

@@ -322,7 +322,8 @@ def _evict(user_id: int, now: datetime) -> list[str]:
         if not plan.segment_ids:
             return []
         Segment.objects.filter(id__in=plan.segment_ids).update(status=Segment.Status.EVICTED)
-        pages = list(DialoguePage.objects.filter(segment_id__in=plan.segment_ids).only("id", "utterances"))
+        pages = list(DialoguePage.objects.filter(segment_id__in=plan.segment_ids)
+                     .only("id", "user_id", "seq", "utterances"))
         page_ids = [str(p.id) for p in pages]
         DialoguePage.objects.filter(id__in=page_ids).update(tier=Tier.ARCHIVED)
         for sid, heat in zip(plan.segment_ids, plan.heats, strict=True):

@@ -10,6 +10,7 @@ import uuid
 import numpy as np
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from memory.engine.types import PageView, SegmentView
 
@@ -97,10 +98,12 @@ class Segment(models.Model):
     def __str__(self) -> str:
         return f"segment {self.id} ({self.page_count} pages)"
 
-    def to_engine(self) -> SegmentView:
+    def to_engine(self, *, with_embedding: bool = True) -> SegmentView:
+        """The engine's view; `with_embedding=False` for heat and Fscore, which never read it (the
+        row may then have been loaded without its 1.5 kB vector)."""
         return SegmentView(
             id=str(self.id), summary=self.summary, keywords=frozenset(self.keywords),
-            embedding=bytes_to_vector(self.embedding), n_visit=self.n_visit,
+            embedding=bytes_to_vector(self.embedding) if with_embedding else (), n_visit=self.n_visit,
             l_interaction=self.l_interaction, last_access=self.last_access, page_count=self.page_count,
         )
 
@@ -137,7 +140,16 @@ class DialoguePage(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "seq"], name="uniq_page_seq_per_user")]
-        indexes = [models.Index(fields=["user", "tier", "seq"]), models.Index(fields=["user", "chain_done"])]
+        indexes = [
+            models.Index(fields=["user", "tier", "seq"]),
+            # Maintenance's work queues: partial indexes hold only the pages still to do, so
+            # finding them costs the same at 100 pages or 100,000.
+            models.Index(fields=["user", "seq"], condition=Q(chain_done=False), name="page_chain_todo"),
+            models.Index(fields=["user", "seq"], condition=Q(turns_indexed=False), name="page_turns_todo"),
+            models.Index(fields=["user", "seq"], condition=Q(embedding=b""), name="page_embed_todo"),
+            models.Index(fields=["chain_id", "seq"], name="page_chain"),
+            models.Index(fields=["segment", "seq"], name="page_segment_seq"),
+        ]
         ordering = ["seq"]
 
     def __str__(self) -> str:

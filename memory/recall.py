@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -52,9 +51,29 @@ class Recall:
         self.trace.save(update_fields=["payload", "prompt_tokens"])
 
 
+# What a recalled page shows; the stored embedding (1.5 kB a page) and the graph fields stay behind.
+PAGE_FIELDS = ("id", "user_id", "tier", "seq", "query", "response", "timestamp", "source_ids", "segment_id")
+# What ranking and heat read of a segment (its vector stays behind too).
+SEGMENT_FIELDS = ("id", "user_id", "status", "summary", "keywords", "n_visit", "l_interaction", "last_access",
+                  "page_count")
+
+
+def _owned(model, ids, user, **expected) -> dict[str, Any]:
+    """Rows by primary key, kept only if they belong to `user` and have the expected values.
+
+    Looked up by key alone, then checked in Python: with a user filter in the SQL, SQLite's
+    planner (no statistics) walks the user's (user, tier, seq) index instead of the key, which
+    grows with the store. `model` may be a queryset (to narrow the columns read).
+    """
+    manager = model if hasattr(model, "in_bulk") else model.objects
+    rows = manager.in_bulk(list(ids)) if ids else {}
+    return {str(key): row for key, row in rows.items()
+            if row.user_id == user.pk and all(getattr(row, name) == value for name, value in expected.items())}
+
+
 def _stm_items(user, exclude_page_id, capacity: int) -> list[RecalledItem]:
     pages = (DialoguePage.objects.filter(user=user, tier=Tier.STM, status=PageStatus.COMPLETE)
-             .exclude(id=exclude_page_id).order_by("-seq")[:capacity])
+             .exclude(id=exclude_page_id).only(*PAGE_FIELDS).order_by("-seq")[:capacity])
     return [
         RecalledItem(kind="stm_page", ref=str(p.id), text=f"User: {p.query} | Assistant: {p.response}",
                      score=1.0, timestamp=p.timestamp, source_ids=tuple(p.source_ids),
@@ -67,8 +86,7 @@ def _segment_stage(user, qvec, qkeywords, now: datetime, params) -> tuple[list[S
     index = components.vector_index()
     hits = index.search(user_id=str(user.pk), vector=qvec, limit=params.segment_candidates, kind="segment")
     cos_by_id = {hit.id: hit.score for hit in hits}
-    rows = {str(s.id): s for s in Segment.objects.filter(user=user, id__in=list(cos_by_id),
-                                                          status=Segment.Status.ACTIVE)}
+    rows = _owned(Segment.objects.only(*SEGMENT_FIELDS), cos_by_id, user, status=Segment.Status.ACTIVE)
     scores = [SegmentScore(segment_id=sid, cos=cos_by_id[sid],
                            jaccard=jaccard(qkeywords, frozenset(rows[sid].keywords)))
               for sid in cos_by_id if sid in rows]
@@ -77,7 +95,8 @@ def _segment_stage(user, qvec, qkeywords, now: datetime, params) -> tuple[list[S
         {"id": s.segment_id, "cos": round(s.cos, 4), "jaccard": round(s.jaccard, 4),
          "fscore": round(s.fscore, 4), "chosen": s in chosen,
          "summary": rows[s.segment_id].summary[:200],
-         "heat_before": round(heat_breakdown(rows[s.segment_id].to_engine(), now=now, params=params)["heat"], 4)}
+         "heat_before": round(heat_breakdown(rows[s.segment_id].to_engine(with_embedding=False), now=now,
+                                              params=params)["heat"], 4)}
         for s in sorted(scores, key=lambda s: -s.fscore)
     ]
     return chosen, rows, considered
@@ -91,8 +110,7 @@ def _page_stage(user, qvec, chosen: list[SegmentScore], rows, params) -> list[Re
         user_id=str(user.pk), vector=qvec, limit=params.top_k_pages, kind="page",
         match={"tier": Tier.MTM}, match_any={"segment_id": list(fscore_by_id)},
     )
-    pages = {str(p.id): p for p in DialoguePage.objects.filter(user=user, id__in=[h.id for h in hits],
-                                                                tier=Tier.MTM)}
+    pages = _owned(DialoguePage.objects.only(*PAGE_FIELDS), [h.id for h in hits], user, tier=Tier.MTM)
     items = []
     for hit in hits:
         page = pages.get(hit.id)
@@ -120,8 +138,8 @@ def _segments_of_turns(user, turns: list[RecalledItem], qkeywords, now: datetime
         sid = item.breakdown.get("segment_id")
         if sid and sid not in order:
             order.append(sid)
-    rows = {str(s.id): s for s in Segment.objects.filter(user=user, id__in=order[:params.top_m_segments],
-                                                          status=Segment.Status.ACTIVE)}
+    rows = _owned(Segment.objects.only(*SEGMENT_FIELDS), order[:params.top_m_segments], user,
+                  status=Segment.Status.ACTIVE)
     chosen = [SegmentScore(segment_id=sid, cos=0.0, jaccard=jaccard(qkeywords, frozenset(rows[sid].keywords)))
               for sid in order if sid in rows]
     considered = [{"id": s.segment_id, "jaccard": round(s.jaccard, 4), "chosen": True,
@@ -129,23 +147,15 @@ def _segments_of_turns(user, turns: list[RecalledItem], qkeywords, now: datetime
     return chosen, rows, considered
 
 
-def _persona_items(user, qvec, sona: Sona | None, params) -> list[RecalledItem]:
-    from persona import selectors as persona_selectors
-
-    return persona_selectors.recall_items(user=user, query_vector=qvec, sona=sona,
-                                          kb_limit=params.top_kb_facts, trait_limit=params.top_agent_traits)
-
-
 def _visit_segments(chosen: list[SegmentScore], rows, now: datetime, params) -> list[dict[str, Any]]:
     """Retrieval bumps N_visit and refreshes recency of the chosen segments (paper §3.4)."""
     ids = [s.segment_id for s in chosen]
     if not ids:
         return []
-    with transaction.atomic():
-        Segment.objects.filter(id__in=ids).update(n_visit=F("n_visit") + 1, last_access=now)
+    Segment.objects.filter(id__in=ids).update(n_visit=F("n_visit") + 1, last_access=now)  # one statement
     changes = []
     for sid in ids:
-        before = rows[sid].to_engine()
+        before = rows[sid].to_engine(with_embedding=False)
         heat_before = heat_breakdown(before, now=now, params=params)["heat"]
         heat_after = (heat_before - params.heat_gamma * recency(last_access=before.last_access, now=now,
                                                                 mu_seconds=params.recency_mu_seconds)
@@ -178,9 +188,14 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     policy = policy or settings.MEMORYOS["RECALL_POLICY"]
     if policy not in RECALL_POLICIES:
         raise ValueError(f"unknown recall policy {policy!r}; choose one of {', '.join(RECALL_POLICIES)}")
+    from persona import selectors as persona_selectors
+
+    # (Embedding on a side thread while the database is read was tried: the frozen TorchScript
+    # graph holds the GIL, so nothing overlapped.)
     qvec = query_vector if query_vector is not None else components.embedder().embed([query])[0]
     qkeywords = offline.extract_keywords(query)
     stm = _stm_items(user, exclude_page_id, params.stm_capacity)
+    fixed = persona_selectors.fixed_items(user=user, sona=sona)
     if policy == "hybrid":
         mtm = recall_turns(user=user, query=query, query_vector=qvec, limit=settings.MEMORYOS["TOP_K_TURNS"],
                            tiers=turn_tiers)
@@ -188,7 +203,8 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     else:
         chosen, rows, considered = _segment_stage(user, qvec, qkeywords, now, params)
         mtm = _page_stage(user, qvec, chosen, rows, params)
-    persona = _persona_items(user, qvec, sona, params)
+    persona = fixed + persona_selectors.similar_items(user=user, query_vector=qvec, kb_limit=params.top_kb_facts,
+                                                     trait_limit=params.top_agent_traits)
     heat_changes = _visit_segments(chosen, rows, now, params) if update_heat else []
     items = persona + stm + mtm
     latency_ms = (time.perf_counter() - started) * 1000

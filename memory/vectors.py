@@ -48,7 +48,7 @@ class _Scope:
 
     equals: tuple[tuple[str, Any], ...] = ()
     any_of: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-    ids: tuple[str, ...] | None = None
+    ids: tuple[str | int, ...] | None = None
 
     @property
     def matches_nothing(self) -> bool:
@@ -70,12 +70,18 @@ def _scope(user_id: str | None, *, kind: str | None = None, match: dict[str, Any
     return _Scope(tuple(equals), any_of, point_ids)
 
 
-def point_id(raw: str) -> str:
-    """Canonical UUID string; Qdrant accepts only UUIDs or integers as ids."""
+def point_id(raw: str | int) -> str | int:
+    """An unsigned 64-bit integer (given as decimal digits) or a canonical UUID string: the two
+    kinds of id Qdrant accepts. Hits carry either back as a string."""
+    text = str(raw)
+    if text.isascii() and text.isdigit() and len(text) <= 20:  # a UUID without dashes has 32
+        value = int(text)
+        if value < 1 << 64:
+            return value
     try:
-        return str(uuid.UUID(str(raw)))
+        return str(uuid.UUID(text))
     except ValueError:
-        raise ValueError(f"vector point id must be a UUID string, got {raw!r}") from None
+        raise ValueError(f"vector point id must be a UUID or an unsigned 64-bit integer, got {raw!r}") from None
 
 
 def _user(user_id: Any) -> str:
@@ -98,7 +104,7 @@ def _sparse_pairs(weights: dict[int, float]) -> tuple[list[int], list[float]]:
 
 @dataclass(frozen=True)
 class _Prepared:
-    id: str
+    id: str | int
     dense: list[float]
     sparse: tuple[list[int], list[float]] | None
     payload: dict[str, Any]
@@ -171,7 +177,7 @@ class _ScopedIndex:
                match: dict[str, Any] | None = None,
                match_any: dict[str, Sequence[str]] | None = None,
                fields: Sequence[str] | None = None) -> list[VectorHit]:
-        """`fields` limits the payload returned (hundreds of hits convert faster)."""
+        """`fields` limits the payload returned (hundreds of hits convert faster); () returns none."""
         scope = _scope(user_id, kind=kind, match=match, match_any=match_any)
         query = _dense(vector, self.dimension)
         if limit <= 0 or scope.matches_nothing:
@@ -197,6 +203,17 @@ class _ScopedIndex:
         return {found_id: vector for found_id, owner, vector in self._retrieve(list(scope.ids or ()))
                 if owner == user_id}
 
+    def get_payloads(self, *, user_id: str, ids: Sequence[str],
+                     fields: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The named payload fields of the user's points among `ids` (others are left out)."""
+        scope = _scope(user_id, ids=ids)
+        if scope.matches_nothing:
+            return {}
+        wanted = [TENANT_FIELD, *fields]
+        return {found_id: {key: payload[key] for key in fields if key in payload}
+                for found_id, payload in self._retrieve_payloads(list(scope.ids or ()), wanted)
+                if payload.get(TENANT_FIELD) == user_id}
+
     def count(self, *, user_id: str | None = None, kind: str | None = None) -> int:
         scope = _scope(user_id, kind=kind)
         return self._count(scope if scope.equals else None)
@@ -217,6 +234,10 @@ class _ScopedIndex:
 
     def _retrieve(self, ids: list[str]) -> list[tuple[str, Any, list[float]]]:
         """(id, payload user_id, dense vector) of the points that exist."""
+        raise NotImplementedError
+
+    def _retrieve_payloads(self, ids: list[str], fields: list[str]) -> list[tuple[str, dict[str, Any]]]:
+        """(id, payload limited to `fields`) of the points that exist."""
         raise NotImplementedError
 
     def _count(self, scope: _Scope | None) -> int:
@@ -331,10 +352,12 @@ class EdgeVectorIndex(_ScopedIndex):
         request = edge.QueryRequest(limit=limit, query=edge.Query.Nearest(vector, using=using),
                                     filter=_edge_filter(scope), params=params,
                                     with_payload=True if fields is None
-                                    else edge.PayloadSelector.Include(list(fields)),
+                                    else edge.PayloadSelector.Include(list(fields)) if fields else False,
                                     with_vector=False)
         with self._shard() as shard:
             found = shard.query(request)
+        if fields is not None and not fields:
+            return [VectorHit(str(point.id), point.score, {}) for point in found]
         return [_hit(point.id, point.score, point.payload) for point in found]
 
     def _retrieve(self, ids: list[str]) -> list[tuple[str, Any, list[float]]]:
@@ -342,6 +365,11 @@ class EdgeVectorIndex(_ScopedIndex):
             records = shard.retrieve(list[Any](ids), [TENANT_FIELD], [DENSE])
         return [(str(record.id), (record.payload or {}).get(TENANT_FIELD), _dense_of(record.vector))
                 for record in records]
+
+    def _retrieve_payloads(self, ids: list[str], fields: list[str]) -> list[tuple[str, dict[str, Any]]]:
+        with self._shard() as shard:
+            records = shard.retrieve(list[Any](ids), fields, [])
+        return [(str(record.id), dict(record.payload or {})) for record in records]
 
     def _count(self, scope: _Scope | None) -> int:
         request = edge.CountRequest(exact=True, filter=None if scope is None else _edge_filter(scope))
@@ -461,7 +489,8 @@ class ServerVectorIndex(_ScopedIndex):
             params = models.SearchParams(idf=models.IdfCorpusParams(corpus=_server_filter(idf_corpus)))
         response = self.client.query_points(
             self.collection, query=vector, using=using, query_filter=_server_filter(scope),
-            search_params=params, limit=limit, with_payload=True if fields is None else list(fields),
+            search_params=params, limit=limit,
+            with_payload=True if fields is None else list(fields) if fields else False,
             with_vectors=False)
         return [_hit(point.id, point.score, point.payload) for point in response.points]
 
@@ -470,6 +499,10 @@ class ServerVectorIndex(_ScopedIndex):
                                        with_vectors=[DENSE])
         return [(str(record.id), (record.payload or {}).get(TENANT_FIELD), _dense_of(record.vector))
                 for record in records]
+
+    def _retrieve_payloads(self, ids: list[str], fields: list[str]) -> list[tuple[str, dict[str, Any]]]:
+        records = self.client.retrieve(self.collection, ids, with_payload=fields, with_vectors=False)
+        return [(str(record.id), dict(record.payload or {})) for record in records]
 
     def _count(self, scope: _Scope | None) -> int:
         flt = None if scope is None else _server_filter(scope)

@@ -112,8 +112,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
 if REDIS_URL:
+    # A socket's receive blocks in BZPOPMIN for channels-redis's 5 s; redis-py 8 also gives up reading
+    # after 5 s by default, so the two race and a quiet socket dies with "Timeout reading from ...".
+    # The read timeout must stay above the blocking pop's.
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+                                  "CONFIG": {"hosts": [{
+                                      "address": REDIS_URL,
+                                      "socket_timeout": env_float("MEMORYOS_REDIS_SOCKET_TIMEOUT", 30.0),
+                                  }]}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -161,6 +167,9 @@ MEMORYOS = {
     # LoCoMo evidence (BENCHMARKS.md); "memoryos": the paper's two-stage segment → page retrieval.
     "RECALL_POLICY": env("MEMORYOS_RECALL_POLICY", "hybrid"),
     "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
+    # Turn points whose fixed payload (seq, position, speaker, page) this process keeps in memory
+    # (about 0.4 kB each), so a hybrid recall reads only ids and scores from the index.
+    "TURN_FACTS_CACHE": env_int("MEMORYOS_TURN_FACTS_CACHE", 100_000),
     "PROMPT_TOKEN_BUDGET": env_int("MEMORYOS_PROMPT_TOKEN_BUDGET", 3000),
     "MAX_MESSAGE_CHARS": env_int("MEMORYOS_MAX_MESSAGE_CHARS", 4000),
     # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,

@@ -12,7 +12,8 @@ from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 def _vector_items(user, query_vector: Sequence[float], *, kind: str, model, limit: int) -> list[RecalledItem]:
     hits = components.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind=kind)
-    rows = {str(r.id): r for r in model.objects.filter(user=user, id__in=[h.id for h in hits])}
+    rows = {str(r.id): r for r in model.objects.filter(user=user, id__in=[h.id for h in hits])
+            .only("id", "text", "timestamp", "source_ids")}
     item_kind = "kb_fact" if kind == "kb" else "agent_trait"
     return [
         RecalledItem(kind=item_kind, ref=hit.id, text=rows[hit.id].text, score=hit.score,
@@ -22,9 +23,8 @@ def _vector_items(user, query_vector: Sequence[float], *, kind: str, model, limi
     ]
 
 
-def recall_items(*, user, query_vector: Sequence[float], sona=None, kb_limit: int = 10,
-                 trait_limit: int = 10) -> list[RecalledItem]:
-    """Profile, agent profile and user traits whole; KB facts and agent traits by similarity."""
+def fixed_items(*, user, sona=None) -> list[RecalledItem]:
+    """What every recall carries whole: the profile, the agent's profile and the user's traits."""
     items: list[RecalledItem] = []
     profile = UserProfile.objects.filter(user=user).first()
     if profile and profile.as_text():
@@ -32,13 +32,26 @@ def recall_items(*, user, query_vector: Sequence[float], sona=None, kb_limit: in
     if sona is not None and sona.profile:
         items.append(RecalledItem(kind="agent_profile", ref=str(sona.id), text=f"{sona.name}: {sona.profile}",
                                   score=1.0))
-    for trait in UserTrait.objects.filter(user=user, score__gt=0).order_by("-score", "key"):
-        dim = TRAITS_BY_KEY.get(trait.key)
+    # Up to 90 rows on every recall: plain tuples, not model instances.
+    for key, score in UserTrait.objects.filter(user=user, score__gt=0).order_by("-score", "key").values_list(
+            "key", "score"):
+        dim = TRAITS_BY_KEY.get(key)
         if dim is None:
             continue
-        items.append(RecalledItem(kind="user_trait", ref=trait.key,
-                                  text=f"{dim.name} ({dim.description}): {trait.score:.2f}",
-                                  score=trait.score, breakdown={"score": round(trait.score, 4)}))
-    items += _vector_items(user, query_vector, kind="kb", model=KnowledgeFact, limit=kb_limit)
-    items += _vector_items(user, query_vector, kind="agent_trait", model=AgentTrait, limit=trait_limit)
+        items.append(RecalledItem(kind="user_trait", ref=key, text=f"{dim.name} ({dim.description}): {score:.2f}",
+                                  score=score, breakdown={"score": round(score, 4)}))
     return items
+
+
+def similar_items(*, user, query_vector: Sequence[float], kb_limit: int = 10,
+                  trait_limit: int = 10) -> list[RecalledItem]:
+    """KB facts and agent traits nearest to the query."""
+    return (_vector_items(user, query_vector, kind="kb", model=KnowledgeFact, limit=kb_limit)
+            + _vector_items(user, query_vector, kind="agent_trait", model=AgentTrait, limit=trait_limit))
+
+
+def recall_items(*, user, query_vector: Sequence[float], sona=None, kb_limit: int = 10,
+                 trait_limit: int = 10) -> list[RecalledItem]:
+    """Profile, agent profile and user traits whole; KB facts and agent traits by similarity."""
+    return fixed_items(user=user, sona=sona) + similar_items(user=user, query_vector=query_vector,
+                                                             kb_limit=kb_limit, trait_limit=trait_limit)

@@ -23,6 +23,8 @@ from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE = 5
+# Pages a promotion reads when none is new since the last one (the segment's latest).
+PROMOTE_FALLBACK_PAGES = 50
 TRAIT_EVIDENCE_NAMESPACE = uuid.UUID("0c8f7a3e-5d1b-4f2a-9e6c-7b4d2a1f9e30")
 
 
@@ -70,12 +72,14 @@ def _llm_extraction(user_id: int, pages: Sequence[DialoguePage]) -> Extraction |
 def persona_promote_segment(*, user_id: int, segment_id: str, heat: float) -> bool:
     """Promote a hot segment to LPM: KB facts, user traits and agent traits with provenance edges.
 
-    Only pages not yet promoted are read; L_interaction then resets to 0.
+    Only pages not yet promoted are read (or, when none is, the segment's latest pages: a
+    segment can hold thousands); L_interaction then resets to 0.
     """
     segment = Segment.objects.get(id=segment_id, user_id=user_id)
     since = segment.last_promoted_at
-    pages = list(DialoguePage.objects.filter(segment=segment).order_by("seq"))
-    fresh = [p for p in pages if since is None or (p.moved_at and p.moved_at > since)] or pages
+    pages = DialoguePage.objects.filter(segment=segment)
+    fresh = list(pages.order_by("seq")) if since is None else list(pages.filter(moved_at__gt=since).order_by("seq"))
+    fresh = fresh or list(reversed(pages.order_by("-seq")[:PROMOTE_FALLBACK_PAGES]))
     extraction = _llm_extraction(user_id, fresh) or extract_from_pages(fresh)
     texts = [text for text, _ in extraction.facts] + [text for text, _ in extraction.agent_traits]
     vectors = (_embed_or_none(texts) or []) if texts else []

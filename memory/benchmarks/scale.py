@@ -58,7 +58,7 @@ from memory.models import (
 )
 from memory.recall import RECALL_POLICIES, recall_for_query
 from memory.services import page_complete, page_point, page_start, page_text
-from memory.turns import _points as turn_points
+from memory.turns import turn_points
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 TOPICS: dict[str, tuple[str, ...]] = {

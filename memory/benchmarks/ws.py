@@ -130,6 +130,17 @@ class Server:
         except (OSError, StopIteration, ValueError):
             return float("nan")
 
+    def logged_errors(self, limit: int = 4000) -> str:
+        """What the server logged as going wrong (warnings, errors, tracebacks), from the first such
+        line on, at most the last `limit` characters; "" when nothing went wrong."""
+        try:
+            lines = self.log.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        bad = ("Traceback", "level=WARNING", "level=ERROR", "level=CRITICAL")
+        first = next((i for i, line in enumerate(lines) if line.startswith(bad)), None)
+        return "\n".join(lines[first:])[-limit:] if first is not None else ""
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -268,11 +279,12 @@ def run(options: dict, stdout) -> dict:
             server_rss = server.peak_rss_mb()
         finally:
             server.stop()
+        server_errors = server.logged_errors()
         stored = DialoguePage.objects.filter(user__in=users[1:], status=PageStatus.COMPLETE).count()
         layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
         database = connection.vendor
     return summarize(sessions, wall, options, stored=stored, server_rss=server_rss, layer=layer,
-                     database=database, warm_errors=warm[0].errors)
+                     database=database, warm_errors=warm[0].errors, server_errors=server_errors)
 
 
 def summarize(sessions: list[SessionStats], wall: float, options: dict, **extra: Any) -> dict:
@@ -307,4 +319,5 @@ def render(result: dict) -> str:
         title=f"Websocket chat on loopback ({result['engine']} engine, {result['layer']}, "
               f"{result['database']})")
     errors = ", ".join(f"{k} x{v}" for k, v in result["errors"].items()) or "none"
-    return f"{table}\n\nerrors: {errors}\n{result['date']}, {result['machine']}."
+    logged = f"\n\nthe server logged:\n{result['server_errors']}" if result.get("server_errors") else ""
+    return f"{table}\n\nerrors: {errors}{logged}\n{result['date']}, {result['machine']}."

@@ -102,6 +102,11 @@ class VectorIndex(Protocol):
 
     def get_vectors(self, *, user_id: str, ids: Sequence[str]) -> dict[str, list[float]]: ...
 
+    def get_payloads(self, *, user_id: str, ids: Sequence[str],
+                     fields: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Selected payload fields of the user's points among `ids`; other users' are left out."""
+        ...
+
     def count(self, *, user_id: str | None = None, kind: str | None = None) -> int: ...
 
     def clear(self) -> None:

@@ -150,13 +150,21 @@
   }
 
   // Turns are shown in the order they were stored (seq); with several server processes two
-  // tabs' messages can reach the database in a different order than they reached this tab.
+  // tabs' messages can reach the database in a different order than they reached this tab, and
+  // finish in yet another. A turn that learns its seq moves before the first stored turn with a
+  // larger seq, or else after the last stored turn with a smaller one; pending turns stay put.
   function keepOrder(article) {
     const seq = Number(article.dataset.seq);
-    let before = article.previousElementSibling;
-    while (before && before.dataset.seq && Number(before.dataset.seq) > seq) before = before.previousElementSibling;
-    if (before !== article.previousElementSibling) {
-      if (before) before.after(article); else transcript().prepend(article);
+    const stored = [...transcript().querySelectorAll(".turn")]
+      .filter((other) => other !== article && other.dataset.seq);
+    const later = stored.find((other) => Number(other.dataset.seq) > seq);
+    if (later && (later.compareDocumentPosition(article) & Node.DOCUMENT_POSITION_FOLLOWING)) {
+      later.before(article);
+      return;
+    }
+    const earlier = stored.filter((other) => Number(other.dataset.seq) < seq).pop();
+    if (earlier && (earlier.compareDocumentPosition(article) & Node.DOCUMENT_POSITION_PRECEDING)) {
+      earlier.after(article);
     }
   }
 

@@ -153,3 +153,42 @@ def test_errors_are_shown_to_the_person(memoryos_server, browser, artifacts):
     })""")
     assert error["code"] in ("bad_json", "rate_limited")
     context.close()
+
+
+# Finish orders two server processes can produce for two messages: seqs say how they were stored.
+ORDERS = {
+    "stored in arrival order, finished in reverse": [("b", 2), ("a", 1)],
+    "stored in reverse, finished in arrival order": [("a", 2), ("b", 1)],
+    "stored in reverse, finished in reverse": [("b", 1), ("a", 2)],
+}
+
+
+@pytest.mark.parametrize("finishes", ORDERS.values(), ids=ORDERS.keys())
+def test_turns_settle_in_stored_order_whatever_order_frames_arrive(memoryos_server, browser, finishes):
+    """The socket is played by the test, so each interleaving of frames happens every time."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{memoryos_server.url}/accounts/signup/")
+    username = f"order{len(finishes)}{finishes[0][0]}{finishes[0][1]}"
+    page.fill("#id_username", username)
+    page.fill("#id_password1", "a-long-secret-4")
+    page.fill("#id_password2", "a-long-secret-4")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{memoryos_server.url}/")
+    sockets = []
+    page.route_web_socket("**/ws/chat/", lambda ws: sockets.append(ws))  # never reaches the server
+    page.reload()
+    expect(page.locator('#connection[data-state="open"]')).to_be_visible()
+    socket = sockets[-1]
+    texts = {"a": "Message a, shown first", "b": "Message b, shown second"}
+    for turn_id, text in texts.items():
+        socket.send(json.dumps({"type": "turn.user", "turn_id": turn_id, "text": text, "sona": "assistant"}))
+    for turn_id, seq in finishes:
+        socket.send(json.dumps({"type": "turn.done", "turn_id": turn_id, "page_id": f"page-{turn_id}", "seq": seq,
+                                "reply": f"reply {turn_id}", "offline": True, "recall_url": "/"}))
+    expect(page.locator('.turn[data-state="done"]')).to_have_count(2)
+    by_seq = [texts[turn_id] for turn_id, _ in sorted(finishes, key=lambda finish: finish[1])]
+    assert page.locator(".turn .query").all_inner_texts() == by_seq
+    context.close()

@@ -201,3 +201,4 @@ def test_ws_load_against_a_live_server(memory_env):
     assert result["error_count"] == 0 and result["engine"] == "offline"
     assert 0 < result["first_token_ms"]["p50"] <= result["reply_ms"]["p95"]
     assert result["server_rss"] > 0
+    assert result["server_errors"] == ""  # no degraded recall, no socket that died with a traceback

@@ -116,6 +116,7 @@ def test_hybrid_policy_ranks_single_utterances(make_user, memory_env):
 
 
 def test_hybrid_boosts_the_named_speaker(make_user, memory_env):
+    from memory.engine.recall_policies import HybridParams
     from memory.importing import conversation_import
     from memory.locomo import parse_sample
 
@@ -136,9 +137,71 @@ def test_hybrid_boosts_the_named_speaker(make_user, memory_env):
                                   record_trace=False, update_heat=False)
         turns = [i for i in recall.items if i.kind == "turn"]
         assert turns[0].source_ids == (expected,)
-        assert turns[0].breakdown["speaker"] == 1.0
+        assert turns[0].breakdown["speaker"] == HybridParams().speaker_boost
 
 
 def test_unknown_policy_is_refused(make_user):
     with pytest.raises(ValueError, match="unknown recall policy 'magic'"):
         recall_for_query(user=make_user(), query="x", policy="magic")
+
+
+def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_env):
+    from memory.turns import FIXED_FIELDS, TurnFacts, turn_point_id
+
+    tune(memory_env, STM_CAPACITY=1)
+    ana, bob = make_user(), make_user()
+    profile_update(user=ana, name="Ana")
+    fill(ana, TOPICS["dog"] + ["Filler."])
+    fill(bob, TOPICS["work"] + ["Filler."])
+    first = DialoguePage.objects.get(user=ana, seq=1)
+    ana_ids = [turn_point_id(first, 0), turn_point_id(first, 1)]
+    bob_id = turn_point_id(DialoguePage.objects.get(user=bob, seq=1), 0)
+    index = components.vector_index()
+    reads: list[list[str]] = []
+
+    class CountingIndex:
+        def get_payloads(self, *, user_id, ids, fields):
+            reads.append(list(ids))
+            return index.get_payloads(user_id=user_id, ids=ids, fields=fields)
+
+    facts = TurnFacts(size=2)
+    found = facts.get(CountingIndex(), user_id=str(ana.pk), ids=[*ana_ids, bob_id])
+    again = facts.get(CountingIndex(), user_id=str(ana.pk), ids=ana_ids)
+
+    assert set(found) == set(ana_ids)  # Bob's point is not Ana's to read
+    assert found[ana_ids[0]] == {"seq": 1, "pos": 0, "speaker": "Ana", "page_id": str(first.id)}
+    assert set(found[ana_ids[1]]) == set(FIXED_FIELDS)
+    assert again == {key: found[key] for key in ana_ids}
+    assert reads == [[*ana_ids, bob_id]]  # the second call came from memory
+    facts.forget([ana_ids[0]])
+    facts.get(CountingIndex(), user_id=str(ana.pk), ids=ana_ids)
+    assert reads[-1] == [ana_ids[0]] and len(facts) == 2
+
+
+def test_turn_facts_keep_at_most_their_size(make_user, memory_env):
+    from memory.turns import TurnFacts, turn_point_id
+
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    fill(user, TOPICS["cooking"] + ["Filler."])
+    ids = [turn_point_id(page, 0) for page in DialoguePage.objects.filter(user=user, tier=Tier.MTM)]
+    facts = TurnFacts(size=2)
+
+    facts.get(components.vector_index(), user_id=str(user.pk), ids=ids)
+
+    assert len(ids) == 3 and len(facts) == 2
+
+
+def test_turn_point_ids_pack_user_seq_and_position():
+    import uuid
+
+    from memory.turns import legacy_turn_point_id, turn_point_id, turn_point_ids
+
+    page = DialoguePage(id=uuid.UUID(int=9), user_id=3, seq=5, utterances=[{}, {}])
+    huge_user = DialoguePage(id=uuid.UUID(int=9), user_id=1 << 23, seq=5)
+
+    assert turn_point_id(page, 1) == "3298534884609"  # 3·2^40 + 5·2^8 + 1
+    assert turn_point_id(huge_user, 1) == legacy_turn_point_id(page.id, 1) == str(uuid.UUID(
+        legacy_turn_point_id(page.id, 1)))
+    assert turn_point_ids(page) == ["3298534884608", "3298534884609",
+                                    legacy_turn_point_id(page.id, 0), legacy_turn_point_id(page.id, 1)]

@@ -213,6 +213,44 @@ def test_get_vectors_returns_stored_unit_vectors_of_the_owner(index: Index) -> N
     assert index.get_vectors(user_id="u1", ids=[]) == {}
 
 
+def test_get_payloads_returns_the_named_fields_of_the_owners_points(index: Index) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], kind="turn", seq=4, speaker="Ann", page_id="p1"),
+                  make_point(2, [0.0, 1.0, 0.0, 0.0], kind="turn", seq=5),
+                  make_point(3, [1.0, 0.0, 0.0, 0.0], user="u2", kind="turn", seq=9, speaker="Eve")])
+
+    found = index.get_payloads(user_id="u1", ids=[pid(1), pid(2), pid(3), pid(99)], fields=("seq", "speaker"))
+
+    assert found == {pid(1): {"seq": 4, "speaker": "Ann"}, pid(2): {"seq": 5}}
+    assert index.get_payloads(user_id="u1", ids=[], fields=("seq",)) == {}
+
+
+def test_search_without_payload_returns_ids_and_scores(index: Index) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], kind="turn", seq=4, text="hello there"),
+                  make_point(2, [0.0, 1.0, 0.0, 0.0], kind="turn", seq=5, text="hello again")])
+
+    [hit] = index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=1, kind="turn", fields=())
+    keyword = index.search_text(user_id="u1", text="hello", limit=2, kind="turn", fields=())
+
+    assert (hit.id, hit.payload) == (pid(1), {})
+    assert hit.score == pytest.approx(1.0, abs=1e-6)
+    assert sorted(ids(keyword)) == [pid(1), pid(2)] and all(h.payload == {} for h in keyword)
+
+
+def test_integer_ids_work_beside_uuids(index: Index) -> None:
+    big = str((1 << 63) + 5)
+    index.upsert([VectorPoint(id="42", vector=[1.0, 0.0, 0.0, 0.0], payload={"user_id": "u1", "kind": "turn"}),
+                  VectorPoint(id=big, vector=[0.9, 0.1, 0.0, 0.0], payload={"user_id": "u1", "kind": "turn"}),
+                  make_point(3, [0.0, 1.0, 0.0, 0.0], kind="turn")])
+
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=3)) == ["42", big, pid(3)]
+    assert set(index.get_vectors(user_id="u1", ids=["42", pid(3)])) == {"42", pid(3)}
+    index.delete(user_id="u1", ids=["42"])
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=3)) == [big, pid(3)]
+    with pytest.raises(ValueError, match="UUID or an unsigned 64-bit integer"):
+        index.upsert([VectorPoint(id=str(1 << 64), vector=[1.0, 0.0, 0.0, 0.0],
+                                  payload={"user_id": "u1", "kind": "turn"})])
+
+
 def test_ids_come_back_canonical(index: Index) -> None:
     raw = uuid.UUID(int=7)
     index.upsert([VectorPoint(id=raw.hex.upper(), vector=[1.0, 0.0, 0.0, 0.0],
