@@ -97,74 +97,67 @@ def test_a_batch_matches_one_by_one(minilm: MiniLMEmbedder) -> None:
         assert alone == pytest.approx(together, abs=1e-5)
 
 
+def single_text_encoder(precision: str, monkeypatch: pytest.MonkeyPatch):
+    """(the compiled encoder, its precision, a function embedding one text through it)."""
+    from memory.embeddings import _embed_one, _LoadedModel, _minilm, _single_text_encoder
+
+    monkeypatch.setenv("EMBED_PRECISION", precision)
+    model = _minilm("cpu").model
+    single, dtype = _single_text_encoder(model, "cpu")
+    loaded = _LoadedModel(model=model, lock=threading.Lock(), single=single, single_dtype=dtype)
+    return single, dtype, lambda text: _embed_one(loaded, text)
+
+
 def test_the_bfloat16_single_text_encoder_keeps_direction(minilm: MiniLMEmbedder,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from memory.embeddings import _embed_one, _LoadedModel, _minilm, _single_text_encoder
-
-    monkeypatch.setenv("EMBED_PRECISION", "bfloat16")
-    model = _minilm("cpu").model
-    single, dtype = _single_text_encoder(model, "cpu")
-    loaded = _LoadedModel(model=model, lock=threading.Lock(), single=single, single_dtype=dtype)
+    single, dtype, embed_one = single_text_encoder("bfloat16", monkeypatch)
 
     assert isinstance(single, torch.jit.ScriptModule) and dtype == "bfloat16"
     for text, batch in zip(MIXED_TEXTS, minilm.embed(MIXED_TEXTS), strict=True):
-        assert dot(_embed_one(loaded, text), batch) > 0.9995
+        assert dot(embed_one(text), batch) > 0.9995
 
 
 def test_the_float32_single_text_encoder_equals_the_batch_path(minilm: MiniLMEmbedder,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory.embeddings import OnnxEncoder, _embed_one, _LoadedModel, _minilm, _single_text_encoder
+    from memory.embeddings import OnnxEncoder
 
-    monkeypatch.setenv("EMBED_PRECISION", "float32")
-    model = _minilm("cpu").model
-    single, dtype = _single_text_encoder(model, "cpu")
-    loaded = _LoadedModel(model=model, lock=threading.Lock(), single=single, single_dtype=dtype)
+    single, dtype, embed_one = single_text_encoder("float32", monkeypatch)
 
     assert isinstance(single, OnnxEncoder) and dtype == "float32"
     for text, batch in zip(MIXED_TEXTS, minilm.embed(MIXED_TEXTS), strict=True):
-        assert _embed_one(loaded, text) == pytest.approx(batch, abs=1e-5)
+        assert embed_one(text) == pytest.approx(batch, abs=1e-5)
 
 
 def test_without_onnx_runtime_float32_queries_run_through_torchscript(minilm: MiniLMEmbedder,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from memory.embeddings import OnnxEncoder, _embed_one, _LoadedModel, _minilm, _single_text_encoder
-
     def no_export(*args, **kwargs):
         raise RuntimeError("this build cannot export to ONNX")
 
-    monkeypatch.setenv("EMBED_PRECISION", "float32")
     monkeypatch.setattr(torch.onnx, "export", no_export)
-    model = _minilm("cpu").model
-    single, dtype = _single_text_encoder(model, "cpu")
-    loaded = _LoadedModel(model=model, lock=threading.Lock(), single=single, single_dtype=dtype)
+    single, dtype, embed_one = single_text_encoder("float32", monkeypatch)
 
-    assert isinstance(single, torch.jit.ScriptModule) and not isinstance(single, OnnxEncoder)
+    assert isinstance(single, torch.jit.ScriptModule) and dtype == "float32"
     for text, batch in zip(MIXED_TEXTS, minilm.embed(MIXED_TEXTS), strict=True):
-        assert _embed_one(loaded, text) == pytest.approx(batch, abs=1e-5)
+        assert embed_one(text) == pytest.approx(batch, abs=1e-5)
 
 
 def test_the_int8_single_text_encoder_keeps_direction_and_ranking(minilm: MiniLMEmbedder,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory.embeddings import _embed_one, _LoadedModel, _minilm, _single_text_encoder
-
-    monkeypatch.setenv("EMBED_PRECISION", "int8")
-    model = _minilm("cpu").model
-    single, dtype = _single_text_encoder(model, "cpu")
-    loaded = _LoadedModel(model=model, lock=threading.Lock(), single=single, single_dtype=dtype)
+    single, dtype, embed_one = single_text_encoder("int8", monkeypatch)
     assert single is not None and dtype == "int8"
 
     # Quantised weights move a vector a little (cosine 0.98 on average to float32, 0.95 for the
     # oddest of these texts), never its meaning.
     texts = MIXED_TEXTS[:-1]  # the 256-piece text is there for truncation, not meaning
     for text, batch in zip(texts, minilm.embed(texts), strict=True):
-        vector = _embed_one(loaded, text)
+        vector = embed_one(text)
         assert math.isclose(dot(vector, vector), 1.0, abs_tol=1e-5)
         assert dot(vector, batch) > 0.93
-    query = _embed_one(loaded, "Where did Caroline go hiking last weekend?")
+    query = embed_one("Where did Caroline go hiking last weekend?")
     related, unrelated = minilm.embed(["Caroline went on a hike in the mountains on Saturday.",
                                        "The quarterly tax report is due at the end of March."])
     assert dot(query, related) > dot(query, unrelated) + 0.3
