@@ -37,89 +37,23 @@ class HybridParams:
     candidates: int = 400
 
 
-def zscores(scores: Mapping[str, float], keys: Sequence[str]) -> dict[str, float]:
-    """Standard scores of the listed hits; a key missing from the list gets the list's lowest."""
-    if not scores:
-        return {key: 0.0 for key in keys}
-    values = list(scores.values())
-    mean = sum(values) / len(values)
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    if spread == 0:
-        return {key: 0.0 for key in keys}
-    floor = (min(values) - mean) / spread
-    return {key: ((scores[key] - mean) / spread if key in scores else floor) for key in keys}
-
-
 def named_speakers(query: str, speakers: set[str]) -> set[str]:
     """Participants whose name appears in the query as a word (possessives too)."""
     words = set(re.findall(r"[a-z0-9]+", query.lower()))
     return {name for name in speakers if name and name.lower() in words}
 
 
-def fused_scores(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapping[str, float],
-                 feedback: Mapping[str, float] | None, speaker_of: Mapping[str, str], named: set[str],
-                 params: HybridParams) -> dict[str, dict[str, float]]:
-    """Per key: each weighted term and their sum under "score"."""
-    dense_z, sparse_z = zscores(dense, keys), zscores(sparse, keys)
-    feedback_z = zscores(feedback, keys) if feedback is not None else {}
-    boosted = next(iter(named)) if len(named) == 1 else None
-    result = {}
-    for key in keys:
-        parts = {
-            "dense": params.dense_weight * dense_z[key],
-            "sparse": params.sparse_weight * sparse_z[key],
-            "feedback": params.dense_weight * params.feedback_weight * feedback_z.get(key, 0.0),
-            "speaker": params.speaker_boost if boosted and speaker_of.get(key) == boosted else 0.0,
-        }
-        parts["score"] = sum(parts.values())
-        result[key] = parts
-    return result
-
-
-def smooth_along_conversation(scores: Mapping[str, float], order: Mapping[str, tuple[int, int]], *,
-                              params: HybridParams) -> dict[str, float]:
-    """A turn gains a share of the positive scores of the turns right before and after it.
-
-    `order` is (page seq, position in page); two candidates are adjacent when they are next to
-    each other in that order with no turn between them. A neighbour scoring below the candidates'
-    mean (a negative z-sum) lends nothing rather than pulling the turn down: a fact is often said
-    once in unrelated talk, and such isolated turns are what multi-hop questions need.
-    """
-    ranked = sorted(scores, key=lambda key: order[key])
-    smoothed = dict(scores)
-    for before, after in zip(ranked, ranked[1:], strict=False):
-        (seq_a, pos_a), (seq_b, pos_b) = order[before], order[after]
-        adjacent = (seq_a == seq_b and pos_b == pos_a + 1) or (seq_b == seq_a + 1 and pos_b == 0)
-        if adjacent:
-            smoothed[after] += params.previous_weight * max(0.0, scores[before])
-            smoothed[before] += params.next_weight * max(0.0, scores[after])
-    return smoothed
-
-
-def final_scores(parts: Mapping[str, Mapping[str, float]], order: Mapping[str, tuple[int, int]], *,
-                 params: HybridParams) -> dict[str, float]:
-    """The ranking score: the content score (all parts but the speaker boost) smoothed along the
-    conversation, plus the speaker boost.
-
-    The boost stays out of the smoothing: who said a turn says nothing about the turns next to it,
-    and a smoothed boost would lift the other participant's replies to the named one.
-    """
-    content = {key: part["score"] - part["speaker"] for key, part in parts.items()}
-    smoothed = smooth_along_conversation(content, order, params=params)
-    return {key: smoothed[key] + parts[key]["speaker"] for key in parts}
-
-
-# ------------------------------------------------------------------ the same, over arrays
+# ------------------------------------------------------------------ scoring, over arrays
 #
-# recall_turns scores a thousand candidates twice per query; the functions above, one dict per
-# key, took ~9 ms of it. These compute the same numbers with numpy (a test holds them to the
-# functions above on random candidates).
+# recall_turns scores about a thousand candidates twice per query, so each step runs over numpy
+# arrays indexed like `keys` (one dict per key took ~9 ms of a recall).
 
 PART_NAMES = ("dense", "sparse", "feedback", "speaker")
 
 
-def _z_array(scores: Mapping[str, float] | None, keys: Sequence[str]) -> np.ndarray:
-    """zscores() as an array over `keys`; all zeros for no list (feedback in the first pass)."""
+def z_array(scores: Mapping[str, float] | None, keys: Sequence[str]) -> np.ndarray:
+    """Standard scores of the listed hits over `keys`; a key missing from the list gets the list's
+    lowest; all zeros for no list (feedback in the first pass) or a flat one."""
     if not scores:
         return np.zeros(len(keys))
     values = np.fromiter(scores.values(), dtype=float, count=len(scores))
@@ -133,18 +67,30 @@ def _z_array(scores: Mapping[str, float] | None, keys: Sequence[str]) -> np.ndar
 def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapping[str, float],
                 feedback: Mapping[str, float] | None, speakers: Sequence[str], named: set[str],
                 params: HybridParams) -> np.ndarray:
-    """fused_scores() as an (n, 4) array of the weighted parts, columns in PART_NAMES order."""
+    """An (n, 4) array of each key's weighted parts, columns in PART_NAMES order. The speaker
+    boost goes to the participant the query names, only when it names exactly one."""
     boosted = next(iter(named)) if len(named) == 1 else None
     parts = np.empty((len(keys), len(PART_NAMES)))
-    parts[:, 0] = params.dense_weight * _z_array(dense, keys)
-    parts[:, 1] = params.sparse_weight * _z_array(sparse, keys)
-    parts[:, 2] = params.dense_weight * params.feedback_weight * _z_array(feedback, keys)
+    parts[:, 0] = params.dense_weight * z_array(dense, keys)
+    parts[:, 1] = params.sparse_weight * z_array(sparse, keys)
+    parts[:, 2] = params.dense_weight * params.feedback_weight * z_array(feedback, keys)
     parts[:, 3] = [params.speaker_boost if boosted and speaker == boosted else 0.0 for speaker in speakers]
     return parts
 
 
 def final_array(parts: np.ndarray, seq: np.ndarray, pos: np.ndarray, *, params: HybridParams) -> np.ndarray:
-    """final_scores() over arrays: content smoothed along (seq, pos), then the speaker boost."""
+    """The ranking score: the content score (all parts but the speaker boost) smoothed along the
+    conversation, plus the speaker boost.
+
+    (seq, pos) is (page seq, position in page); two candidates are adjacent when they are next to
+    each other in that order with no turn between them. A turn gains `previous_weight` of the
+    positive content score of the turn before it and `next_weight` of the one after it. A
+    neighbour below the candidates' mean (a negative z-sum) lends nothing rather than pulling the
+    turn down: a fact is often said once in unrelated talk, and such isolated turns are what
+    multi-hop questions need. The boost stays out of the smoothing: who said a turn says nothing
+    about the turns next to it, and a smoothed boost would lift the other participant's replies
+    to the named one.
+    """
     content = parts[:, 0] + parts[:, 1] + parts[:, 2]
     if len(content) == 0:
         return content
@@ -166,7 +112,7 @@ def best_first(final: np.ndarray, seq: np.ndarray, pos: np.ndarray, limit: int) 
 
 
 def part_dict(parts: np.ndarray, index: int) -> dict[str, float]:
-    """One candidate's parts as fused_scores() gives them, "score" included."""
+    """One candidate's parts by name, and their sum under "score" (the trace's breakdown)."""
     row = {name: float(parts[index, column]) for column, name in enumerate(PART_NAMES)}
     row["score"] = sum(row.values())
     return row
