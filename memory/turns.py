@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -36,13 +37,16 @@ class TurnFacts:
     A hybrid recall takes hundreds of candidates from each of three searches; reading their
     payloads back from the index costs about 15 µs a hit, three times what id and score cost.
     The searches ask for no payload and the facts come from here, or, for ids not seen yet,
-    from one batched read. Entries are dropped when this process re-indexes a page; the fields
-    only change if a page's utterances are rewritten (`reindex`), and a server restart clears it.
+    from one batched read. Entries are dropped when this process re-indexes a page, and all of
+    them when the facts are asked of another index than before (settings changed, a benchmark's
+    fresh store: integer ids repeat across stores). The fields only change if a page's
+    utterances are rewritten (`reindex`), and a server restart clears it.
     """
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._facts: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._source: weakref.ref | None = None  # the index the facts were read from
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -51,6 +55,9 @@ class TurnFacts:
     def get(self, index, *, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         with self._lock:
+            if self._source is None or self._source() is not index:
+                self._facts.clear()
+                self._source = weakref.ref(index)
             for key in ids:
                 facts = self._facts.get(key)
                 if facts is not None:

@@ -164,9 +164,9 @@ def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_
             reads.append(list(ids))
             return index.get_payloads(user_id=user_id, ids=ids, fields=fields)
 
-    facts = TurnFacts(size=2)
-    found = facts.get(CountingIndex(), user_id=str(ana.pk), ids=[*ana_ids, bob_id])
-    again = facts.get(CountingIndex(), user_id=str(ana.pk), ids=ana_ids)
+    facts, counting = TurnFacts(size=2), CountingIndex()
+    found = facts.get(counting, user_id=str(ana.pk), ids=[*ana_ids, bob_id])
+    again = facts.get(counting, user_id=str(ana.pk), ids=ana_ids)
 
     assert set(found) == set(ana_ids)  # Bob's point is not Ana's to read
     assert found[ana_ids[0]] == {"seq": 1, "pos": 0, "speaker": "Ana", "page_id": str(first.id)}
@@ -174,8 +174,24 @@ def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_
     assert again == {key: found[key] for key in ana_ids}
     assert reads == [[*ana_ids, bob_id]]  # the second call came from memory
     facts.forget([ana_ids[0]])
-    facts.get(CountingIndex(), user_id=str(ana.pk), ids=ana_ids)
+    facts.get(counting, user_id=str(ana.pk), ids=ana_ids)
     assert reads[-1] == [ana_ids[0]] and len(facts) == 2
+
+
+def test_turn_facts_of_one_index_are_never_served_for_another():
+    from memory.turns import TurnFacts
+
+    class OneStore:  # the same integer id names another page in each store (ids repeat)
+        def __init__(self, page_id: str) -> None:
+            self.page_id = page_id
+
+        def get_payloads(self, *, user_id, ids, fields):
+            return {key: {"seq": 1, "pos": 0, "speaker": "Ana", "page_id": self.page_id} for key in ids}
+
+    facts, old, new = TurnFacts(size=10), OneStore("old-page"), OneStore("new-page")
+    assert facts.get(old, user_id="1", ids=["1099511627776"])["1099511627776"]["page_id"] == "old-page"
+    assert facts.get(new, user_id="1", ids=["1099511627776"])["1099511627776"]["page_id"] == "new-page"
+    assert len(facts) == 1
 
 
 def test_turn_facts_keep_at_most_their_size(make_user, memory_env):
