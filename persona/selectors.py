@@ -49,9 +49,3 @@ def similar_items(*, user, query_vector: Sequence[float], kb_limit: int = 10,
     return (_vector_items(user, query_vector, kind="kb", model=KnowledgeFact, limit=kb_limit)
             + _vector_items(user, query_vector, kind="agent_trait", model=AgentTrait, limit=trait_limit))
 
-
-def recall_items(*, user, query_vector: Sequence[float], sona=None, kb_limit: int = 10,
-                 trait_limit: int = 10) -> list[RecalledItem]:
-    """Profile, agent profile and user traits whole; KB facts and agent traits by similarity."""
-    return fixed_items(user=user, sona=sona) + similar_items(user=user, query_vector=query_vector,
-                                                             kb_limit=kb_limit, trait_limit=trait_limit)

@@ -190,3 +190,33 @@ def test_pending_pages_are_not_moved(make_user, memory_env):
     assert pending.tier == Tier.STM and pending.status == PageStatus.PENDING
     assert DialoguePage.objects.filter(user=user, tier=Tier.STM, status=PageStatus.COMPLETE).count() == 1
     assert timezone.now() >= pending.timestamp
+
+
+def test_promotion_reads_only_pages_new_since_the_last_or_else_the_latest(make_user, memory_env, monkeypatch):
+    from persona import services as persona_services
+
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    for line in ["I love hiking in the mountains with my dog.", "I went hiking on the Pico trail with my dog.",
+                 "My favorite hiking trail is the Pico trail.", "I bought new hiking boots for the trails.",
+                 "I'm planning a hiking trip to the Alps in June.", "I hiked up the mountain with my dog."]:
+        add_page(user, line, "You should try the ridge trail next time.")
+    add_page(user, "Unrelated closing line about taxes.", "")
+    segment = Segment.objects.get(user=user, promoted_count__gt=0)
+    read: list[list[int]] = []
+    extract = persona_services.extract_from_pages
+    monkeypatch.setattr(persona_services, "extract_from_pages",
+                        lambda pages: read.append([p.seq for p in pages]) or extract(pages))
+    monkeypatch.setattr(persona_services, "PROMOTE_FALLBACK_PAGES", 2)
+    in_segment = list(DialoguePage.objects.filter(segment=segment).order_by("seq").values_list("seq", flat=True))
+
+    # One page moved in after the last promotion: only it is read.
+    newest = in_segment[-1]
+    DialoguePage.objects.filter(user=user, seq=newest).update(moved_at=timezone.now())
+    Segment.objects.filter(id=segment.id).update(l_interaction=1)
+    assert persona_services.persona_promote_segment(user_id=user.pk, segment_id=str(segment.id), heat=9.0)
+    # Nothing new since: the segment's latest PROMOTE_FALLBACK_PAGES pages, oldest first.
+    Segment.objects.filter(id=segment.id).update(l_interaction=1)
+    assert persona_services.persona_promote_segment(user_id=user.pk, segment_id=str(segment.id), heat=9.0)
+
+    assert len(in_segment) > 2 and read == [[newest], in_segment[-2:]]
