@@ -58,15 +58,15 @@ SEGMENT_FIELDS = ("id", "user_id", "status", "summary", "keywords", "n_visit", "
                   "page_count")
 
 
-def _owned(model, ids, user, **expected) -> dict[str, Any]:
-    """Rows by primary key, kept only if they belong to `user` and have the expected values.
+def _owned(rows_of, ids, user, **expected) -> dict[str, Any]:
+    """Rows of the queryset `rows_of` by primary key, kept only if they belong to `user` and have
+    the expected values.
 
     Looked up by key alone, then checked in Python: with a user filter in the SQL, SQLite's
     planner (no statistics) walks the user's (user, tier, seq) index instead of the key, which
-    grows with the store. `model` may be a queryset (to narrow the columns read).
+    grows with the store.
     """
-    manager = model if hasattr(model, "in_bulk") else model.objects
-    rows = manager.in_bulk(list(ids)) if ids else {}
+    rows = rows_of.in_bulk(list(ids)) if ids else {}
     return {str(key): row for key, row in rows.items()
             if row.user_id == user.pk and all(getattr(row, name) == value for name, value in expected.items())}
 
