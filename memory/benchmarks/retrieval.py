@@ -30,6 +30,7 @@ KS = (5, 10, 20)
 BUDGETS = (1000, 2000)
 POLICIES = ("memoryos", "hybrid")
 BASELINES = ("bm25", "dense")
+EMBED = "query embedding"  # its latency alone, beside the methods' (which include it)
 TARGET_MARGIN = 0.10
 # Context always in the prompt but not ranked by relevance goes last, in this order.
 TAIL_KINDS = ("kb_fact", "agent_trait", "stm_page")
@@ -76,6 +77,9 @@ def _conversation(conv, policies, scores, latencies, ingest, show) -> int:
         asked = questions(conv)
         bar = progress(len(asked), f"questions {conv.sample_id}", enabled=show)
         for q in asked:
+            started = time.perf_counter()
+            components.embedder().embed([q.text])  # alone: what the policies' latency includes of it
+            latencies[EMBED].append((time.perf_counter() - started) * 1000)
             for name in BASELINES:
                 started = time.perf_counter()
                 units = baselines.bm25(q.text) if name == "bm25" else baselines.dense(q.text)
@@ -159,6 +163,8 @@ def render(result: dict[str, Any]) -> str:
     lines = [render_table(headers, rows, title=title), "",
              render_table(["policy", *[str(c) if c == "all" else CATEGORY_NAMES[c] for c in cats]], target_rows,
                           title=f"R@10 at least {TARGET_MARGIN:.2f} above the better baseline?"),
-             "", f"ingest: {ingest['ms_per_turn']} ms per turn "
+             "", f"query embedding alone: p50 {result['latency_ms'][EMBED]['p50']} ms, "
+                 f"p95 {result['latency_ms'][EMBED]['p95']} ms",
+             f"ingest: {ingest['ms_per_turn']} ms per turn "
                  + ", ".join(f"{c['sample']} {c['turns']} turns in {c['seconds']} s" for c in ingest["conversations"])]
     return "\n".join(lines)

@@ -202,3 +202,30 @@ def test_ws_load_against_a_live_server(memory_env):
     assert 0 < result["first_token_ms"]["p50"] <= result["reply_ms"]["p95"]
     assert result["server_rss"] > 0
     assert result["server_errors"] == ""  # no degraded recall, no socket that died with a traceback
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+@pytest.mark.slow
+def test_retrieval_scores_every_method_on_answerable_questions(memory_env, tmp_path):
+    data = tmp_path / "tiny.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+
+    result = run_json("retrieval", "--data", str(data))
+
+    # the adversarial question (category 5) is left out; the others count once each
+    assert result["questions"] == 4
+    assert result["questions_per_category"] == {"all": 4, "1": 1, "2": 1, "3": 1, "4": 1}
+    assert set(result["recall"]) == {"bm25", "dense", "memoryos", "hybrid"}
+    for name, recall in result["recall"].items():
+        assert all(0.0 <= value <= 1.0 for value in recall.values()), name
+    # six turns in all: a method that ranks every turn holds all the evidence within 20
+    assert result["recall"]["dense"]["all/R@20"] == 1.0
+    assert result["latency_ms"]["query embedding"]["n"] == 4
+    assert result["ingest"]["conversations"][0]["turns"] == 6
+    margin = result["targets"]["hybrid"]["all"]
+    assert margin["margin"] == pytest.approx(margin["r10"] - margin["best_baseline"], abs=1e-4)
+    text = io.StringIO()
+    call_command("bench", "retrieval", "--data", str(data), "--no-progress", stdout=text, stderr=io.StringIO())
+    assert "query embedding alone: p50" in text.getvalue() and "R@10 at least 0.10 above" in text.getvalue()
