@@ -61,7 +61,6 @@ class _LoadedModel:
     lock: threading.Lock
     # The transformer compiled for one text at a time (see _single_text_encoder); None: eager.
     single: Any = None
-    single_dtype: str = "float32"
 
 
 _LOAD_LOCK = threading.Lock()
@@ -93,8 +92,10 @@ def _load_minilm(device: str) -> _LoadedModel:
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot load {MINILM_NAME} from {model_dir}: {describe_error(exc)}") from exc
     model.eval()
-    single, dtype = _single_text_encoder(model, device)
-    return _LoadedModel(model=model, lock=threading.Lock(), single=single, single_dtype=dtype)
+    single, precision = _single_text_encoder(model, device)
+    log.info("event=embedder_loaded model=%s device=%s query_encoder=%s precision=%s", MINILM_NAME, device,
+             type(single).__name__ if single is not None else "eager", precision)
+    return _LoadedModel(model=model, lock=threading.Lock(), single=single)
 
 
 def _single_text_encoder(model: SentenceTransformer, device: str) -> tuple[Any, str]:

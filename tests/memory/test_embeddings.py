@@ -104,7 +104,7 @@ def single_text_encoder(precision: str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("EMBED_PRECISION", precision)
     model = _minilm("cpu").model
     single, dtype = _single_text_encoder(model, "cpu")
-    loaded = _LoadedModel(model=model, lock=threading.Lock(), single=single, single_dtype=dtype)
+    loaded = _LoadedModel(model=model, lock=threading.Lock(), single=single)
     return single, dtype, lambda text: _embed_one(loaded, text)
 
 
