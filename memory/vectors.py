@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import qdrant_edge as edge
@@ -138,6 +139,10 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 def _dense_of(vectors: Any) -> list[float]:
     """The dense part of a record's named vectors (both clients return a dict by name)."""
     return [float(x) for x in vectors[DENSE]]
+
+
+# The payload of hits that asked for none; read-only, since every such hit shares it.
+NO_PAYLOAD: Any = MappingProxyType({})
 
 
 def _hit(raw_id: Any, score: float, payload: dict[str, Any] | None) -> VectorHit:
@@ -357,7 +362,9 @@ class EdgeVectorIndex(_ScopedIndex):
         with self._shard() as shard:
             found = shard.query(request)
         if fields is not None and not fields:
-            return [VectorHit(str(point.id), point.score, {}) for point in found]
+            # tuple.__new__ skips the NamedTuple's Python-level constructor: a hybrid recall
+            # builds 1,200 of these (0.4 ms through the constructor, 0.1 ms this way).
+            return [tuple.__new__(VectorHit, (str(point.id), point.score, NO_PAYLOAD)) for point in found]
         return [_hit(point.id, point.score, point.payload) for point in found]
 
     def _retrieve(self, ids: list[str]) -> list[tuple[str, Any, list[float]]]:

@@ -51,17 +51,25 @@ def named_speakers(query: str, speakers: set[str]) -> set[str]:
 PART_NAMES = ("dense", "sparse", "feedback", "speaker")
 
 
-def z_array(scores: Mapping[str, float] | None, keys: Sequence[str]) -> np.ndarray:
+def z_array(scores: Mapping[str, float] | None, keys: Sequence[str],
+            position: Mapping[str, int] | None = None) -> np.ndarray:
     """Standard scores of the listed hits over `keys`; a key missing from the list gets the list's
-    lowest; all zeros for no list (feedback in the first pass) or a flat one."""
+    lowest; all zeros for no list (feedback in the first pass) or a flat one. The statistics are
+    the whole list's, keys or not. `position` (key -> index in `keys`) may be passed in when
+    several lists are placed over the same keys."""
     if not scores:
         return np.zeros(len(keys))
     values = np.fromiter(scores.values(), dtype=float, count=len(scores))
     mean, spread = values.mean(), values.std()
     if spread == 0:
         return np.zeros(len(keys))
-    listed = np.array([scores.get(key, math.nan) for key in keys], dtype=float)
-    return np.where(np.isnan(listed), (values.min() - mean) / spread, (listed - mean) / spread)
+    if position is None:
+        position = {key: index for index, key in enumerate(keys)}
+    at = np.fromiter((position.get(key, -1) for key in scores), dtype=np.int64, count=len(scores))
+    listed = at >= 0
+    result = np.full(len(keys), (values.min() - mean) / spread)
+    result[at[listed]] = (values[listed] - mean) / spread
+    return result
 
 
 def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapping[str, float],
@@ -69,12 +77,15 @@ def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapp
                 params: HybridParams) -> np.ndarray:
     """An (n, 4) array of each key's weighted parts, columns in PART_NAMES order. The speaker
     boost goes to the participant the query names, only when it names exactly one."""
-    boosted = next(iter(named)) if len(named) == 1 else None
-    parts = np.empty((len(keys), len(PART_NAMES)))
-    parts[:, 0] = params.dense_weight * z_array(dense, keys)
-    parts[:, 1] = params.sparse_weight * z_array(sparse, keys)
-    parts[:, 2] = params.dense_weight * params.feedback_weight * z_array(feedback, keys)
-    parts[:, 3] = [params.speaker_boost if boosted and speaker == boosted else 0.0 for speaker in speakers]
+    position = {key: index for index, key in enumerate(keys)}
+    parts = np.zeros((len(keys), len(PART_NAMES)))
+    parts[:, 0] = params.dense_weight * z_array(dense, keys, position)
+    parts[:, 1] = params.sparse_weight * z_array(sparse, keys, position)
+    parts[:, 2] = params.dense_weight * params.feedback_weight * z_array(feedback, keys, position)
+    if len(named) == 1:
+        boosted = next(iter(named))
+        parts[:, 3] = params.speaker_boost * np.fromiter((speaker == boosted for speaker in speakers),
+                                                         dtype=bool, count=len(keys))
     return parts
 
 
@@ -123,9 +134,8 @@ def feedback_query(query: Sequence[float], top_vectors: Sequence[Sequence[float]
     """q + mix · mean(top vectors): the query pulled toward what it already found."""
     if not top_vectors:
         return list(query)
-    dim = len(query)
-    mean = [sum(vec[i] for vec in top_vectors) / len(top_vectors) for i in range(dim)]
-    return [q + mix * m for q, m in zip(query, mean, strict=True)]
+    mean = np.asarray(top_vectors, dtype=float).mean(axis=0)
+    return (np.asarray(query, dtype=float) + mix * mean).tolist()
 
 
 def context_vector(turn: Sequence[float], context: Sequence[float] | None, *, mix: float) -> list[float]:

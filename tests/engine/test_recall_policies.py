@@ -9,6 +9,7 @@ from memory.engine.recall_policies import (
     HybridParams,
     best_first,
     final_array,
+    feedback_query,
     fused_parts,
     named_speakers,
     part_dict,
@@ -99,3 +100,19 @@ def test_best_first_breaks_ties_by_conversation_order():
     final = np.array([1.0, 2.0, 2.0, 0.5])
     seq, pos = np.array([1, 5, 3, 2]), np.array([0, 0, 1, 0])
     assert list(best_first(final, seq, pos, 3)) == [2, 1, 0]
+
+
+def test_feedback_query_adds_mix_times_the_mean_of_the_top_vectors():
+    # mean of (1, 0) and (0, 1) is (0.5, 0.5); q + 0.5 · mean = (1, 0) + (0.25, 0.25)
+    assert feedback_query([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]], mix=0.5) == pytest.approx([1.25, 0.25])
+    assert feedback_query([0.3, 0.4], [], mix=0.5) == [0.3, 0.4]
+
+
+def test_z_array_places_scores_through_a_given_position_map():
+    keys = ["a", "b", "c"]
+    position = {"a": 0, "b": 1, "c": 2}
+    # scores 1 and 3: mean 2, spread 1; "x" is listed (it counts in the statistics) but no key
+    assert list(z_array({"c": 1.0, "a": 3.0}, keys, position)) == pytest.approx([1.0, -1.0, -1.0])
+    scores = {"a": 0.0, "b": 6.0, "x": 3.0}  # mean 3, spread sqrt(6)
+    assert list(z_array(scores, keys, position)) == pytest.approx(
+        [-3 / 6 ** 0.5, 3 / 6 ** 0.5, -3 / 6 ** 0.5])
