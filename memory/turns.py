@@ -12,7 +12,7 @@ import itertools
 import threading
 import uuid
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,7 @@ class TurnFacts:
     def __len__(self) -> int:
         return len(self._facts)
 
-    def get(self, index, *, user_id: str, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def get(self, index, *, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         with self._lock:
             if self._source is None or self._source() is not index:
                 self._facts.clear()

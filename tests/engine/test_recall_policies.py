@@ -8,8 +8,8 @@ import pytest
 from memory.engine.recall_policies import (
     HybridParams,
     best_first,
-    final_array,
     feedback_query,
+    final_array,
     fused_parts,
     named_speakers,
     part_dict,
