@@ -51,23 +51,24 @@ def named_speakers(query: str, speakers: set[str]) -> set[str]:
 PART_NAMES = ("dense", "sparse", "feedback", "speaker")
 
 
-def z_array(scores: Mapping[str, float] | None, keys: Sequence[str],
-            position: Mapping[str, int] | None = None) -> np.ndarray:
+def z_array(scores: Mapping[str, float] | None, keys: Sequence[str]) -> np.ndarray:
     """Standard scores of the listed hits over `keys`; a key missing from the list gets the list's
     lowest; all zeros for no list (feedback in the first pass) or a flat one. The statistics are
-    the whole list's, keys or not. `position` (key -> index in `keys`) may be passed in when
-    several lists are placed over the same keys."""
+    the whole list's, keys or not."""
+    return _z_placed(scores, {key: index for index, key in enumerate(keys)})
+
+
+def _z_placed(scores: Mapping[str, float] | None, position: Mapping[str, int]) -> np.ndarray:
+    """z_array over the keys of `position` (key -> index), built once for the three lists."""
     if not scores:
-        return np.zeros(len(keys))
+        return np.zeros(len(position))
     values = np.fromiter(scores.values(), dtype=float, count=len(scores))
     mean, spread = values.mean(), values.std()
     if spread == 0:
-        return np.zeros(len(keys))
-    if position is None:
-        position = {key: index for index, key in enumerate(keys)}
+        return np.zeros(len(position))
     at = np.fromiter((position.get(key, -1) for key in scores), dtype=np.int64, count=len(scores))
     listed = at >= 0
-    result = np.full(len(keys), (values.min() - mean) / spread)
+    result = np.full(len(position), (values.min() - mean) / spread)
     result[at[listed]] = (values[listed] - mean) / spread
     return result
 
@@ -79,9 +80,9 @@ def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapp
     boost goes to the participant the query names, only when it names exactly one."""
     position = {key: index for index, key in enumerate(keys)}
     parts = np.zeros((len(keys), len(PART_NAMES)))
-    parts[:, 0] = params.dense_weight * z_array(dense, keys, position)
-    parts[:, 1] = params.sparse_weight * z_array(sparse, keys, position)
-    parts[:, 2] = params.dense_weight * params.feedback_weight * z_array(feedback, keys, position)
+    parts[:, 0] = params.dense_weight * _z_placed(dense, position)
+    parts[:, 1] = params.sparse_weight * _z_placed(sparse, position)
+    parts[:, 2] = params.dense_weight * params.feedback_weight * _z_placed(feedback, position)
     if len(named) == 1:
         boosted = next(iter(named))
         parts[:, 3] = params.speaker_boost * np.fromiter((speaker == boosted for speaker in speakers),

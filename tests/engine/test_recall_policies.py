@@ -108,11 +108,7 @@ def test_feedback_query_adds_mix_times_the_mean_of_the_top_vectors():
     assert feedback_query([0.3, 0.4], [], mix=0.5) == [0.3, 0.4]
 
 
-def test_z_array_places_scores_through_a_given_position_map():
-    keys = ["a", "b", "c"]
-    position = {"a": 0, "b": 1, "c": 2}
-    # scores 1 and 3: mean 2, spread 1; "x" is listed (it counts in the statistics) but no key
-    assert list(z_array({"c": 1.0, "a": 3.0}, keys, position)) == pytest.approx([1.0, -1.0, -1.0])
-    scores = {"a": 0.0, "b": 6.0, "x": 3.0}  # mean 3, spread sqrt(6)
-    assert list(z_array(scores, keys, position)) == pytest.approx(
+def test_z_scores_take_their_statistics_from_the_whole_list():
+    # "x" is listed but is no candidate: it still counts. Scores 0, 6, 3: mean 3, spread sqrt(6).
+    assert list(z_array({"a": 0.0, "b": 6.0, "x": 3.0}, ["a", "b", "c"])) == pytest.approx(
         [-3 / 6 ** 0.5, 3 / 6 ** 0.5, -3 / 6 ** 0.5])
