@@ -37,10 +37,10 @@ class TurnFacts:
     A hybrid recall takes hundreds of candidates from each of three searches; reading their
     payloads back from the index costs about 15 µs a hit, three times what id and score cost.
     The searches ask for no payload and the facts come from here, or, for ids not seen yet,
-    from one batched read. Entries are dropped when this process re-indexes a page, and all of
-    them when the facts are asked of another index than before (settings changed, a benchmark's
-    fresh store: integer ids repeat across stores). The fields only change if a page's
-    utterances are rewritten (`reindex`), and a server restart clears it. Eviction is first in,
+    from one batched read. Maintenance puts in the facts of the points it indexes (a re-indexed
+    page's replace the old ones), and all entries are dropped when the facts are asked of
+    another index than before (settings changed, a benchmark's fresh store: integer ids repeat
+    across stores). A server restart clears it. Eviction is first in,
     first out: keeping a least-recently-used order cost a dictionary move per candidate, a
     millisecond a recall, and an evicted entry costs one batched read to get back.
     """
@@ -56,27 +56,31 @@ class TurnFacts:
 
     def get(self, index, *, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         with self._lock:
-            if self._source is None or self._source() is not index:
-                self._facts.clear()
-                self._source = weakref.ref(index)
-            cached = self._facts
+            cached = self._bound_to(index)
             found = {key: facts for key in ids if (facts := cached.get(key)) is not None}
         missing = [key for key in ids if key not in found]
         if missing:
             fetched = index.get_payloads(user_id=user_id, ids=missing, fields=FIXED_FIELDS)
             found.update(fetched)
-            with self._lock:
-                self._facts.update(fetched)
-                excess = len(self._facts) - self.size
-                if excess > 0:
-                    for key in list(itertools.islice(self._facts, excess)):
-                        del self._facts[key]
+            self.put(index, fetched)
         return found
 
-    def forget(self, ids: Sequence[str]) -> None:
+    def put(self, index, facts: dict[str, dict[str, Any]]) -> None:
+        """Keep the facts of points just read from, or just written to, `index`."""
         with self._lock:
-            for key in ids:
-                self._facts.pop(key, None)
+            cached = self._bound_to(index)
+            cached.update(facts)
+            excess = len(cached) - self.size
+            if excess > 0:
+                for key in list(itertools.islice(cached, excess)):
+                    del cached[key]
+
+    def _bound_to(self, index) -> dict[str, dict[str, Any]]:
+        """The facts, emptied first if they were read from another index (call with the lock)."""
+        if self._source is None or self._source() is not index:
+            self._facts.clear()
+            self._source = weakref.ref(index)
+        return self._facts
 
     def clear(self) -> None:
         with self._lock:
@@ -194,8 +198,11 @@ def index_turns(*, user_id: int, params: policy.HybridParams | None = None) -> i
         for page in pages:
             page.utterances = page_utterances(page)
         points = turn_points(pages, _utterance_before(pages[0]), params)
-        components.vector_index().upsert(points)
-        turn_facts().forget([point.id for point in points])
+        index = components.vector_index()
+        index.upsert(points)
+        # Maintenance knows the facts it has just written: the reply path need not read them back.
+        turn_facts().put(index, {point.id: {name: point.payload[name] for name in FIXED_FIELDS}
+                                 for point in points})
         with transaction.atomic():
             for page in pages:
                 DialoguePage.objects.filter(id=page.id).update(utterances=page.utterances, turns_indexed=True)
@@ -217,8 +224,7 @@ def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int,
     facts = turn_facts().get(index, user_id=user_id, ids=list({**dense, **sparse}))
     if not facts:
         return []
-    keys = list(facts)
-    speakers = [facts[key].get("speaker", "") for key in keys]
+    keys, speakers = _keys_and_speakers(facts)
     named = policy.named_speakers(query, set(speakers))
     first = policy.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=None, speakers=speakers,
                                named=named, params=params)
@@ -227,11 +233,8 @@ def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int,
     fb_query = policy.feedback_query(query_vector, top_vectors, mix=params.feedback_mix)
     feedback = {hit.id: hit.score for hit in
                 index.search(user_id=user_id, vector=fb_query, limit=params.candidates, **scope)}
-    new = turn_facts().get(index, user_id=user_id, ids=[key for key in feedback if key not in facts])
-    if new:
-        facts.update(new)
-        keys += list(new)
-        speakers += [new[key].get("speaker", "") for key in new]
+    facts.update(turn_facts().get(index, user_id=user_id, ids=[key for key in feedback if key not in facts]))
+    keys, speakers = _keys_and_speakers(facts)
     parts = policy.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=feedback, speakers=speakers,
                                named=named, params=params)
     seq = np.fromiter((int(facts[key]["seq"]) for key in keys), dtype=np.int64, count=len(keys))
@@ -240,6 +243,12 @@ def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int,
     ranked = policy.best_first(final, seq, pos, limit)
     return _turn_items([(keys[i], policy.part_dict(parts, i), float(final[i])) for i in ranked],
                        facts, dense, sparse)
+
+
+def _keys_and_speakers(facts: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The candidates in a fixed order, and who said each."""
+    keys = list(facts)
+    return keys, [facts[key].get("speaker", "") for key in keys]
 
 
 def _turn_items(ranked: list[tuple[str, dict[str, float], float]], facts, dense, sparse) -> list[RecalledItem]:

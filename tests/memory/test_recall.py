@@ -173,9 +173,10 @@ def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_
     assert set(found[ana_ids[1]]) == set(FIXED_FIELDS)
     assert again == {key: found[key] for key in ana_ids}
     assert reads == [[*ana_ids, bob_id]]  # the second call came from memory
-    facts.forget([ana_ids[0]])
-    facts.get(counting, user_id=str(ana.pk), ids=ana_ids)
-    assert reads[-1] == [ana_ids[0]] and len(facts) == 2
+    rewritten = {**found[ana_ids[0]], "speaker": "Ana Lopez"}  # a re-indexed page's new facts
+    facts.put(counting, {ana_ids[0]: rewritten})
+    assert facts.get(counting, user_id=str(ana.pk), ids=ana_ids)[ana_ids[0]] == rewritten
+    assert len(reads) == 1 and len(facts) == 2
 
 
 def test_turn_facts_of_one_index_are_never_served_for_another():
@@ -194,18 +195,46 @@ def test_turn_facts_of_one_index_are_never_served_for_another():
     assert len(facts) == 1
 
 
-def test_turn_facts_keep_at_most_their_size(make_user, memory_env):
+def test_turn_facts_keep_at_most_their_size_dropping_the_oldest(make_user, memory_env):
     from memory.turns import TurnFacts, turn_point_id
 
     tune(memory_env, STM_CAPACITY=1)
     user = make_user()
     fill(user, TOPICS["cooking"] + ["Filler."])
-    ids = [turn_point_id(page, 0) for page in DialoguePage.objects.filter(user=user, tier=Tier.MTM)]
-    facts = TurnFacts(size=2)
+    ids = [turn_point_id(page, 0) for page in DialoguePage.objects.filter(user=user, tier=Tier.MTM).order_by("seq")]
+    index = components.vector_index()
+    reads: list[list[str]] = []
 
-    facts.get(components.vector_index(), user_id=str(user.pk), ids=ids)
+    class CountingIndex:
+        def get_payloads(self, *, user_id, ids, fields):
+            reads.append(list(ids))
+            return index.get_payloads(user_id=user_id, ids=ids, fields=fields)
+
+    facts, counting = TurnFacts(size=2), CountingIndex()
+    facts.get(counting, user_id=str(user.pk), ids=ids)
+    facts.get(counting, user_id=str(user.pk), ids=ids[1:])  # the two newest: still there
+    facts.get(counting, user_id=str(user.pk), ids=ids[:1])  # the oldest: read again
 
     assert len(ids) == 3 and len(facts) == 2
+    assert reads == [ids, ids[:1]]
+
+
+def test_maintenance_puts_the_facts_of_the_turns_it_indexes(make_user, memory_env, monkeypatch):
+    from memory.turns import turn_facts, turn_point_id
+
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    profile_update(user=user, name="Ana")
+    fill(user, TOPICS["dog"] + ["Filler."])
+    index = components.vector_index()
+    reads: list[list[str]] = []
+    monkeypatch.setattr(index, "get_payloads", lambda **kwargs: reads.append(kwargs["ids"]) or {})
+    page = DialoguePage.objects.get(user=user, seq=2)
+
+    found = turn_facts().get(index, user_id=str(user.pk), ids=[turn_point_id(page, 0)])
+
+    assert found == {turn_point_id(page, 0): {"seq": 2, "pos": 0, "speaker": "Ana", "page_id": str(page.id)}}
+    assert reads == []  # recall found them in memory: maintenance had put them there
 
 
 def test_turn_point_ids_pack_user_seq_and_position():
