@@ -56,9 +56,9 @@ from memory.models import (
     bytes_to_vector,
     vector_to_bytes,
 )
-from memory.recall import RECALL_POLICIES, recall_for_query
+from memory.recall import RECALL_POLICIES, _page_stage, _segment_stage, _stm_items, recall_for_query
 from memory.services import page_complete, page_point, page_start, page_text
-from memory.turns import turn_points
+from memory.turns import recall_turns, turn_points
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 TOPICS: dict[str, tuple[str, ...]] = {
@@ -400,6 +400,8 @@ def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[f
                            queries, f"{label} {policy} {name}", show)
             for name, record in (("recall", True), ("recall_no_trace", False))}
     result["embed"] = _timings(lambda q: components.embedder().embed([q]), queries, f"{label} embed", show)
+    result["stages"] = measure_stages(user, sona, queries, query_vectors, policies=policies, show=show,
+                                      label=label)
     result["search_all_pages"] = _timings(
         lambda v: index.search(user_id=uid, vector=v, limit=10, kind="page"), query_vectors, "search", show)
     result["search_all_turns"] = _timings(
@@ -409,6 +411,34 @@ def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[f
         lambda q: index.search_text(user_id=uid, text=q, limit=80, kind="turn", match_any={"tier": [Tier.MTM]}),
         queries, "keyword search", show)
     return result
+
+
+def measure_stages(user, sona, queries: list[str], query_vectors: list[list[float]], *,
+                   policies: list[str], show: bool, label: str) -> dict[str, dict[str, float]]:
+    """The parts recall_for_query is made of, each timed alone (query vector given): where a
+    recall's time goes. Their sum is short of a recall by the keywords, the segments' heat
+    update and the trace."""
+    from django.conf import settings
+
+    from persona import selectors as persona_selectors
+
+    params, now = components.memory_params(), timezone.now()
+    pairs = list(zip(queries, query_vectors, strict=True))
+    stages: dict[str, Any] = {
+        "STM pages": lambda pair: _stm_items(user, None, params.stm_capacity),
+        "profile and traits": lambda pair: persona_selectors.fixed_items(user=user, sona=sona),
+        "facts and agent traits": lambda pair: persona_selectors.similar_items(
+            user=user, query_vector=pair[1], kb_limit=params.top_kb_facts, trait_limit=params.top_agent_traits),
+    }
+    if "memoryos" in policies:
+        def two_stages(pair):
+            chosen, rows, _ = _segment_stage(user, pair[1], offline.extract_keywords(pair[0]), now, params)
+            return _page_stage(user, pair[1], chosen, rows, params)
+        stages["segments, then pages (memoryos)"] = two_stages
+    if "hybrid" in policies:
+        stages["utterances (hybrid)"] = lambda pair: recall_turns(
+            user=user, query=pair[0], query_vector=pair[1], limit=settings.MEMORYOS["TOP_K_TURNS"])
+    return {name: _timings(call, pairs, f"{label} {name}", show) for name, call in stages.items()}
 
 
 def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, float]:
@@ -510,7 +540,8 @@ def render(result: dict) -> str:
         "all-turns BM25 = one keyword search over the user's MTM utterances (the hybrid policy makes both).",
         "write path = page_start + page_complete (embedding) + maintenance_run per page, on the built store.",
     ]
-    return "\n\n".join([render_store_table(runs), render_latency_table(runs), "\n".join(notes)])
+    return "\n\n".join([render_store_table(runs), render_latency_table(runs), render_stage_table(runs),
+                        "\n".join(notes)])
 
 
 def render_store_table(runs: list[dict]) -> str:
@@ -545,3 +576,17 @@ def render_latency_table(runs: list[dict]) -> str:
         ["pages", "HNSW", "policy", "recall p50", "recall p95", "no trace p50", "no trace p95",
          "embed p50", "all-pages search p95", "all-turns search p95", "all-turns BM25 p95"], rows,
         title="Retrieval latency, ms (recall includes the query embedding)")
+
+
+def render_stage_table(runs: list[dict]) -> str:
+    rows = []
+    for r in runs:
+        for variant in ("plain", "hnsw"):
+            lat = r["latency"].get(variant)
+            if lat is None:
+                continue
+            stages = {"query embedding": lat["embed"], **lat.get("stages", {})}
+            rows += [[r["pages"], "yes" if variant == "hnsw" else "no", name, timing["p50"], timing["p95"]]
+                     for name, timing in stages.items()]
+    return common.render_table(["pages", "HNSW", "part of a recall", "p50", "p95"], rows,
+                               title="Where a recall's time goes, ms (each part timed alone)")

@@ -77,6 +77,9 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
         for timing in latency["policies"].values():
             assert timing["recall"]["n"] == 4 and 0 < timing["recall"]["p50"] <= timing["recall"]["p95"]
         assert latency["search_all_turns"]["n"] == 4
+        assert set(latency["stages"]) == {"STM pages", "profile and traits", "facts and agent traits",
+                                          "segments, then pages (memoryos)", "utterances (hybrid)"}
+        assert all(stage["n"] == 4 and stage["p50"] > 0 for stage in latency["stages"].values())
     assert size["write"]["n"] == 2 and size["write"]["pages_per_s"] > 0
     assert size["shard_mb"] > 0 and size["db_mb"] > 0 and size["peak_rss_mb"] > 0
     # the throwaway user and its rows are gone; the settings' vector shard was never opened
@@ -92,6 +95,9 @@ def test_scale_in_a_fresh_database_renders_tables(memory_env):
                  "--hnsw", "off", "--policies", "memoryos", "--no-progress", stdout=out, stderr=io.StringIO())
     text = out.getvalue()
     assert "Store size and ingest" in text and "Retrieval latency" in text
+    stage_rows = text.split("Where a recall's time goes")[1].splitlines()
+    assert any("segments, then pages (memoryos)" in line for line in stage_rows)
+    assert not any("utterances (hybrid)" in line for line in stage_rows)  # only the policies asked for
     row = next(line for line in text.splitlines() if line.lstrip().startswith("12 ") and "memoryos" in line)
     assert row.split()[1] == "no"
     # the benchmark's database was dropped and the test database is back
