@@ -145,6 +145,17 @@ def test_unknown_policy_is_refused(make_user):
         recall_for_query(user=make_user(), query="x", policy="magic")
 
 
+class PayloadReadsCounted:
+    """The index's payload reads, each call's ids appended to `reads`."""
+
+    def __init__(self, index, reads: list[list[str]]) -> None:
+        self.index, self.reads = index, reads
+
+    def get_payloads(self, *, user_id, ids, fields):
+        self.reads.append(list(ids))
+        return self.index.get_payloads(user_id=user_id, ids=ids, fields=fields)
+
+
 def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_env):
     from memory.turns import FIXED_FIELDS, TurnFacts, turn_point_id
 
@@ -156,15 +167,8 @@ def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_
     first = DialoguePage.objects.get(user=ana, seq=1)
     ana_ids = [turn_point_id(first, 0), turn_point_id(first, 1)]
     bob_id = turn_point_id(DialoguePage.objects.get(user=bob, seq=1), 0)
-    index = components.vector_index()
     reads: list[list[str]] = []
-
-    class CountingIndex:
-        def get_payloads(self, *, user_id, ids, fields):
-            reads.append(list(ids))
-            return index.get_payloads(user_id=user_id, ids=ids, fields=fields)
-
-    facts, counting = TurnFacts(size=2), CountingIndex()
+    facts, counting = TurnFacts(size=2), PayloadReadsCounted(components.vector_index(), reads)
     found = facts.get(counting, user_id=str(ana.pk), ids=[*ana_ids, bob_id])
     again = facts.get(counting, user_id=str(ana.pk), ids=ana_ids)
 
@@ -202,15 +206,8 @@ def test_turn_facts_keep_at_most_their_size_dropping_the_oldest(make_user, memor
     user = make_user()
     fill(user, TOPICS["cooking"] + ["Filler."])
     ids = [turn_point_id(page, 0) for page in DialoguePage.objects.filter(user=user, tier=Tier.MTM).order_by("seq")]
-    index = components.vector_index()
     reads: list[list[str]] = []
-
-    class CountingIndex:
-        def get_payloads(self, *, user_id, ids, fields):
-            reads.append(list(ids))
-            return index.get_payloads(user_id=user_id, ids=ids, fields=fields)
-
-    facts, counting = TurnFacts(size=2), CountingIndex()
+    facts, counting = TurnFacts(size=2), PayloadReadsCounted(components.vector_index(), reads)
     facts.get(counting, user_id=str(user.pk), ids=ids)
     facts.get(counting, user_id=str(user.pk), ids=ids[1:])  # the two newest: still there
     facts.get(counting, user_id=str(user.pk), ids=ids[:1])  # the oldest: read again
