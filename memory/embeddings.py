@@ -28,20 +28,34 @@ MINILM_DIMENSION = 384
 # One thread: on a 2-core machine shared with the web server and maintenance, two torch threads
 # made single queries 5–30x slower under load (measured); one stays near 12 ms either way.
 DEFAULT_EMBED_THREADS = 1
+# The ONNX Runtime query encoder is another matter: with its worker threads blocking instead of
+# spinning, two threads took a query from 9.1 / 12.0 to 6.2 / 7.4 ms (p50 / p95) on a quiet
+# 2-core machine and stayed as fast as one (7.8 / 10.7 against 8.3 / 10.3) beside a process
+# keeping a core busy; spinning threads went to 10.3 / 18.6 there.
+DEFAULT_QUERY_THREADS = 2
 EMBED_PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 
 
 def embed_threads() -> int:
-    """Torch intra-op threads for embedding, from EMBED_THREADS (default 1)."""
-    raw = os.environ.get("EMBED_THREADS", "").strip()
+    """Torch intra-op threads for embedding batches, from EMBED_THREADS (default 1)."""
+    return _threads_setting("EMBED_THREADS", DEFAULT_EMBED_THREADS)
+
+
+def query_threads() -> int:
+    """ONNX Runtime threads for one query, from EMBED_QUERY_THREADS (default 2, at most the CPUs)."""
+    return _threads_setting("EMBED_QUERY_THREADS", min(DEFAULT_QUERY_THREADS, os.cpu_count() or 1))
+
+
+def _threads_setting(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_EMBED_THREADS
+        return default
     try:
         threads = int(raw)
     except ValueError:
-        raise ValueError(f"EMBED_THREADS must be a positive integer, got {raw!r}") from None
+        raise ValueError(f"{name} must be a positive integer, got {raw!r}") from None
     if threads < 1:
-        raise ValueError(f"EMBED_THREADS must be a positive integer, got {raw!r}")
+        raise ValueError(f"{name} must be a positive integer, got {raw!r}")
     return threads
 
 
@@ -182,8 +196,10 @@ class OnnxEncoder:
                               output_names=["tokens"],
                               dynamic_axes={"input_ids": axes, "attention_mask": axes, "tokens": axes})
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = embed_threads()
+        options.intra_op_num_threads = query_threads()
         options.inter_op_num_threads = 1
+        # Idle workers block rather than spin: spinning ones take the core a busy neighbour needs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only: its warnings about unused initialisers are noise
         self._session = onnxruntime.InferenceSession(graph.getvalue(), options,

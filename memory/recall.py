@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from memory import components
+from memory import components, reads
 from memory.engine import offline
 from memory.engine.heat import heat_breakdown, recency
 from memory.engine.mid_term import SegmentScore
@@ -58,35 +58,40 @@ SEGMENT_FIELDS = ("id", "user_id", "status", "summary", "keywords", "n_visit", "
                   "page_count")
 
 
-def _owned(rows_of, ids, user, **expected) -> dict[str, Any]:
-    """Rows of the queryset `rows_of` by primary key, kept only if they belong to `user` and have
-    the expected values.
+def _owned(model, fields, ids, user, **expected) -> dict[str, Any]:
+    """Rows of `model` by primary key (`fields` loaded), kept only if they belong to `user` and
+    have the expected values.
 
     Looked up by key alone, then checked in Python: with a user filter in the SQL, SQLite's
     planner (no statistics) walks the user's (user, tier, seq) index instead of the key, which
     grows with the store.
     """
-    rows = rows_of.in_bulk(list(ids)) if ids else {}
-    return {str(key): row for key, row in rows.items()
+    rows = reads.by_pk(model, ids, fields)
+    return {key: row for key, row in rows.items()
             if row.user_id == user.pk and all(getattr(row, name) == value for name, value in expected.items())}
 
 
 def _stm_items(user, exclude_page_id, capacity: int) -> list[RecalledItem]:
-    pages = (DialoguePage.objects.filter(user=user, tier=Tier.STM, status=PageStatus.COMPLETE)
-             .exclude(id=exclude_page_id).only(*PAGE_FIELDS).order_by("-seq")[:capacity])
+    def col(name: str) -> str:
+        return reads.column(DialoguePage, name)
+
+    pages = reads.rows(DialoguePage, PAGE_FIELDS, f"{col('user')} = %s AND {col('tier')} = %s AND {col('status')} = %s",
+                       [user.pk, Tier.STM.value, PageStatus.COMPLETE.value], order_by=f"{col('seq')} DESC",
+                       limit=capacity + 1)  # one more, in case the excluded page is among them
+    excluded = str(exclude_page_id) if exclude_page_id is not None else None
     return [
         RecalledItem(kind="stm_page", ref=str(p.id), text=f"User: {p.query} | Assistant: {p.response}",
                      score=1.0, timestamp=p.timestamp, source_ids=tuple(p.source_ids),
                      breakdown={"seq": float(p.seq)})
-        for p in pages
-    ]
+        for p in pages if str(p.id) != excluded
+    ][:capacity]
 
 
 def _segment_stage(user, qvec, qkeywords, now: datetime, params) -> tuple[list[SegmentScore], dict, list]:
     index = components.vector_index()
     hits = index.search(user_id=str(user.pk), vector=qvec, limit=params.segment_candidates, kind="segment")
     cos_by_id = {hit.id: hit.score for hit in hits}
-    rows = _owned(Segment.objects.only(*SEGMENT_FIELDS), cos_by_id, user, status=Segment.Status.ACTIVE)
+    rows = _owned(Segment, SEGMENT_FIELDS, cos_by_id, user, status=Segment.Status.ACTIVE)
     scores = [SegmentScore(segment_id=sid, cos=cos_by_id[sid],
                            jaccard=jaccard(qkeywords, frozenset(rows[sid].keywords)))
               for sid in cos_by_id if sid in rows]
@@ -110,7 +115,7 @@ def _page_stage(user, qvec, chosen: list[SegmentScore], rows, params) -> list[Re
         user_id=str(user.pk), vector=qvec, limit=params.top_k_pages, kind="page",
         match={"tier": Tier.MTM}, match_any={"segment_id": list(fscore_by_id)},
     )
-    pages = _owned(DialoguePage.objects.only(*PAGE_FIELDS), [h.id for h in hits], user, tier=Tier.MTM)
+    pages = _owned(DialoguePage, PAGE_FIELDS, [h.id for h in hits], user, tier=Tier.MTM)
     items = []
     for hit in hits:
         page = pages.get(hit.id)
@@ -138,8 +143,7 @@ def _segments_of_turns(user, turns: list[RecalledItem], qkeywords, now: datetime
         sid = item.breakdown.get("segment_id")
         if sid and sid not in order:
             order.append(sid)
-    rows = _owned(Segment.objects.only(*SEGMENT_FIELDS), order[:params.top_m_segments], user,
-                  status=Segment.Status.ACTIVE)
+    rows = _owned(Segment, SEGMENT_FIELDS, order[:params.top_m_segments], user, status=Segment.Status.ACTIVE)
     chosen = [SegmentScore(segment_id=sid, cos=0.0, jaccard=jaccard(qkeywords, frozenset(rows[sid].keywords)))
               for sid in order if sid in rows]
     considered = [{"id": s.segment_id, "jaccard": round(s.jaccard, 4), "chosen": True,
@@ -213,7 +217,7 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     trace = None
     if record_trace:
         trace = RetrievalTrace.objects.create(
-            user=user, page=page, query=query, latency_ms=latency_ms,
+            user=user, page=page, query=query, policy=policy, latency_ms=latency_ms,
             payload={
                 "query_keywords": sorted(qkeywords),
                 "segments": considered,

@@ -19,7 +19,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
-from memory import components
+from memory import components, reads
 from memory.engine import recall_policies as policy
 from memory.engine.ports import VectorPoint
 from memory.engine.types import RecalledItem
@@ -254,23 +254,23 @@ def _keys_and_speakers(facts: dict[str, dict[str, Any]]) -> tuple[list[str], lis
 def _turn_items(ranked: list[tuple[str, dict[str, float], float]], facts, dense, sparse) -> list[RecalledItem]:
     """(key, parts, final score) best first → items with their utterance and score breakdown."""
     page_ids = {facts[key]["page_id"] for key, _, _ in ranked}
-    pages = {str(p.id): p for p in DialoguePage.objects.filter(id__in=page_ids)
-             .only("id", "utterances", "segment_id", "timestamp")}
+    pages = reads.by_pk(DialoguePage, page_ids, ("utterances", "segment", "timestamp"))
     items = []
     for key, parts, final in ranked:
         page = pages.get(facts[key]["page_id"])
         pos = facts[key]["pos"]
         if page is None or pos >= len(page.utterances):
             continue
+        segment_id, timestamp = page.segment_id, page.timestamp
         utt = page.utterances[pos]
         breakdown: dict = {name: round(value, 4) for name, value in parts.items()}
         breakdown["final"] = round(final, 4)
         # The raw scores beside their standard scores: with few candidates the z-scores say little.
         breakdown["cosine"] = round(dense.get(key, 0.0), 4)
         breakdown["bm25"] = round(sparse.get(key, 0.0), 4)
-        breakdown["segment_id"] = str(page.segment_id) if page.segment_id else ""
+        breakdown["segment_id"] = str(segment_id) if segment_id else ""
         items.append(RecalledItem(
             kind="turn", ref=key, text=f"{utt['speaker']}: {utt['text']}", score=final,
-            timestamp=page.timestamp, source_ids=(utt["id"],) if utt.get("id") else (), breakdown=breakdown,
+            timestamp=timestamp, source_ids=(utt["id"],) if utt.get("id") else (), breakdown=breakdown,
         ))
     return items

@@ -15,6 +15,7 @@ from memory.embeddings import (
     MiniLMEmbedder,
     build_embedder,
     embed_threads,
+    query_threads,
 )
 from memory.engine.ports import Embedder
 
@@ -128,6 +129,34 @@ def test_the_float32_single_text_encoder_equals_the_batch_path(minilm: MiniLMEmb
     assert isinstance(single, OnnxEncoder) and dtype == "float32"
     for text, batch in zip(MIXED_TEXTS, minilm.embed(MIXED_TEXTS), strict=True):
         assert embed_one(text) == pytest.approx(batch, abs=1e-5)
+
+
+def test_the_onnx_query_encoder_runs_on_query_threads_that_do_not_spin(
+        minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBED_QUERY_THREADS", "3")
+    single, _, embed_one = single_text_encoder("float32", monkeypatch)
+
+    options = single._session.get_session_options()
+    assert options.intra_op_num_threads == 3
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert embed_one(MIXED_TEXTS[0]) == pytest.approx(minilm.embed(MIXED_TEXTS[:1])[0], abs=1e-5)
+
+
+def test_query_threads_read_the_environment_and_default_to_two_at_most_the_cpus(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EMBED_QUERY_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert query_threads() == 2
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert query_threads() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert query_threads() == 1
+    monkeypatch.setenv("EMBED_QUERY_THREADS", " 4 ")
+    assert query_threads() == 4
+    for bad in ("two", "0"):
+        monkeypatch.setenv("EMBED_QUERY_THREADS", bad)
+        with pytest.raises(ValueError, match="EMBED_QUERY_THREADS must be a positive integer"):
+            query_threads()
 
 
 def test_without_onnx_runtime_float32_queries_run_through_torchscript(minilm: MiniLMEmbedder,

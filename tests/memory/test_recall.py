@@ -111,6 +111,7 @@ def test_hybrid_policy_ranks_single_utterances(make_user, memory_env):
     top = turns[0].breakdown
     assert top["score"] == pytest.approx(top["dense"] + top["sparse"] + top["feedback"] + top["speaker"], abs=1e-3)
     assert recall.trace.payload["policy"] == "hybrid" and recall.trace.payload["turns"]
+    assert RetrievalTrace.objects.get(id=recall.trace.id).policy == "hybrid"
     assert {i.text.split(": ")[0] for i in turns} == {"Ana", "assistant"}
     assert "Ana: Filler." not in {i.text for i in turns}  # STM is in the prompt whole, not searched
 
