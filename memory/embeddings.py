@@ -28,12 +28,14 @@ MINILM_DIMENSION = 384
 # One thread: on a 2-core machine shared with the web server and maintenance, two torch threads
 # made single queries 5–30x slower under load (measured); one stays near 12 ms either way.
 DEFAULT_EMBED_THREADS = 1
-# The ONNX Runtime query encoder is another matter: with its worker threads blocking instead of
-# spinning, two threads took a query from 9.1 / 12.0 to 6.2 / 7.4 ms (p50 / p95) on a quiet
-# 2-core machine and stayed as fast as one (7.8 / 10.7 against 8.3 / 10.3) beside a process
-# keeping a core busy; spinning threads went to 10.3 / 18.6 there.
+# The ONNX Runtime query encoder is another matter. `manage.py bench embed` on this 2-core
+# machine, p50 / p95 ms: one thread 10.2 / 12.1 quiet and 10.8 / 12.7 beside a busy core; two
+# spinning threads 6.7 / 7.5 and 15.0 / 23.2; two threads that block when idle 6.8 / 7.9 and
+# 8.0 / 10.6, the best of both, hence the default.
 DEFAULT_QUERY_THREADS = 2
 EMBED_PRECISIONS = ("auto", "float32", "bfloat16", "int8")
+# What the single-text encoder is traced or exported with (its shapes are dynamic).
+SAMPLE_TEXT = "a sample text to trace the model with"
 
 
 def embed_threads() -> int:
@@ -134,7 +136,7 @@ def _single_text_encoder(model: SentenceTransformer, device: str) -> tuple[Any, 
     pooling = getattr(model[1], "pooling_mode", None) if len(model) > 1 else None
     if device != "cpu" or pooling != "mean":
         return None, "float32"
-    sample = model.preprocess(["a sample text to trace the model with"])
+    sample = model.preprocess([SAMPLE_TEXT])
     bert = model[0].auto_model
     if precision == "float32":
         encoder = _onnx_encoder(bert, sample)
@@ -173,7 +175,7 @@ class OnnxEncoder:
     Called like the TorchScript graph: (input_ids, attention_mask) → (token embeddings,).
     """
 
-    def __init__(self, bert, sample) -> None:
+    def __init__(self, bert, sample, *, threads: int | None = None, spinning: bool = False) -> None:
         import io
 
         import onnxruntime
@@ -196,10 +198,11 @@ class OnnxEncoder:
                               output_names=["tokens"],
                               dynamic_axes={"input_ids": axes, "attention_mask": axes, "tokens": axes})
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = query_threads()
+        options.intra_op_num_threads = threads or query_threads()
         options.inter_op_num_threads = 1
-        # Idle workers block rather than spin: spinning ones take the core a busy neighbour needs.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Idle workers block rather than spin (the default): spinning ones take the core a busy
+        # neighbour needs. `bench embed` compares the two.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only: its warnings about unused initialisers are noise
         self._session = onnxruntime.InferenceSession(graph.getvalue(), options,

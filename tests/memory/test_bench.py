@@ -235,3 +235,36 @@ def test_retrieval_scores_every_method_on_answerable_questions(memory_env, tmp_p
     text = io.StringIO()
     call_command("bench", "retrieval", "--data", str(data), "--no-progress", stdout=text, stderr=io.StringIO())
     assert "query embedding alone: p50" in text.getvalue() and "R@10 at least 0.10 above" in text.getvalue()
+
+
+# --------------------------------------------------------------------------- embed
+
+
+def test_bench_embed_times_each_thread_setting_quiet_and_beside_a_busy_core(monkeypatch):
+    from memory.benchmarks import embed
+
+    monkeypatch.delenv("EMBED_QUERY_THREADS", raising=False)
+    result = run_json("embed", "--queries", "3")
+
+    rows = result["settings"]
+    assert [(r["threads"], r["spinning"]) for r in rows] == [(1, False), (2, True), (2, False)]
+    assert [r["default"] for r in rows] == [False, False, True]
+    assert all(r[load]["n"] == 3 and r[load]["p50"] > 0 for r in rows for load in ("quiet", "busy_core"))
+    text = embed.render(result)
+    assert "busy core p95" in text and text.count(" block ") == 2 and text.count(" spin ") == 1
+
+
+def test_the_busy_core_is_a_running_child_stopped_after_the_block():
+    import time
+
+    from memory.benchmarks import embed
+
+    with embed.busy_core() as child:
+        assert child.poll() is None
+        with open(f"/proc/{child.pid}/stat") as stat:
+            ticks_before = sum(int(v) for v in stat.read().split()[13:15])
+        time.sleep(0.3)
+        with open(f"/proc/{child.pid}/stat") as stat:
+            ticks_after = sum(int(v) for v in stat.read().split()[13:15])
+        assert ticks_after > ticks_before  # it uses CPU, not sleeping
+    assert child.poll() is not None

@@ -248,3 +248,37 @@ def test_turn_point_ids_pack_user_seq_and_position():
         legacy_turn_point_id(page.id, 1)))
     assert turn_point_ids(page) == ["3298534884608", "3298534884609",
                                     legacy_turn_point_id(page.id, 0), legacy_turn_point_id(page.id, 1)]
+
+
+def test_a_recall_writes_its_visits_and_its_trace_together_or_not_at_all(make_user, memory_env, monkeypatch):
+    tune(memory_env, STM_CAPACITY=1, TOP_M_SEGMENTS=1)
+    user = make_user()
+    fill(user, TOPICS["dog"][:1] + ["filler"])
+
+    def failing_create(**fields):
+        raise RuntimeError("the trace table is unavailable")
+
+    monkeypatch.setattr(RetrievalTrace.objects, "create", failing_create)
+    with pytest.raises(RuntimeError, match="unavailable"):
+        recall_for_query(user=user, query="my puppy", policy="memoryos")
+    assert list(Segment.objects.filter(user=user).values_list("n_visit", flat=True)) == [0]
+
+
+def test_recall_bookkeeping_does_not_wait_for_the_flush_on_postgresql(memory_env):
+    from django.db import connection
+
+    from memory.recall import _bookkeeping
+
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit is PostgreSQL's")
+
+    def setting() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    with _bookkeeping(writes=True):
+        assert setting() == "off"
+    assert setting() == "on"
+    with _bookkeeping(writes=False):
+        assert setting() == "on"

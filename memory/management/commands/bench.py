@@ -1,4 +1,4 @@
-"""`manage.py bench {retrieval,scale,qa,ws} [...]`: the benchmarks, as a table or as --json.
+"""`manage.py bench {retrieval,scale,qa,ws,embed} [...]`: the benchmarks, as a table or as --json.
 
 Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
 `run(options, stdout) -> dict` and `render(result) -> str`. Modules are imported when their
@@ -20,6 +20,7 @@ BENCHMARKS = {
     "scale": "retrieval latency, ingest throughput and sizes as one user's store grows",
     "qa": "LoCoMo answer F1 / BLEU-1 with the configured LLM endpoint",
     "ws": "websocket chat load on loopback: concurrent sessions, time to first token, errors",
+    "embed": "query embedding latency by encoder thread setting, quiet and beside a busy core",
 }
 
 
