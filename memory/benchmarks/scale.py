@@ -3,8 +3,9 @@
 Per size, in a fresh database and vector shard (common.bench_env):
 1. Build the store by the bulk path (below), timed.
 2. Retrieval latency p50/p95 of the real `recall_for_query` (query embedding included), with
-   the retrieval trace recorded (the product's path) and without; the query embedding alone; and
-   a dense search over all of the user's pages (what a policy without segments would do).
+   the retrieval trace recorded (the product's path) and without; the query embedding alone; the
+   parts of a recall each alone; single searches over all of the user's pages and utterances.
+   All of them query by query, in a shuffled order per query (`measure_retrieval`).
 3. Ingest through the real write path for a sample: page_start + page_complete (embedding
    included) + maintenance_run, one page at a time.
 4. Database size, vector shard size, peak RSS; then Edge's `optimize()` (HNSW) and step 2 again.
@@ -20,6 +21,7 @@ every other page reuses the vector of a pool text of its topic with Gaussian noi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import sys
@@ -381,41 +383,53 @@ class StoreBuilder:
 # --------------------------------------------------------------------------- measurements
 
 
-def _timings(call, items, label: str, show: bool) -> dict[str, float]:
-    return common.summarize_ms([common.timed_ms(lambda item=item: call(item))[0]
-                                for item in common.progress_iter(items, label, show)])
-
-
 def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[float]], *,
-                      policies: list[str], show: bool, label: str) -> dict[str, Any]:
-    """recall_for_query per policy, with and without the trace; the pieces it is made of."""
+                      policies: list[str], show: bool, label: str, seed: int = 7) -> dict[str, Any]:
+    """recall_for_query per policy, with and without the trace; the parts it is made of, and
+    single searches over all of the user's points.
+
+    Everything is timed query by query, in a shuffled order per query: every figure covers the
+    same stretch of time, so a slow minute of a shared machine falls on all of them alike (timed
+    one variant after another, the first pass after `optimize()` came out 10 ms slower than the
+    next at 10,000 pages, and which one that was decided the comparison).
+    """
     index, uid = components.vector_index(), str(user.pk)
-    result: dict[str, Any] = {"policies": {}}
+    calls: dict[tuple[str, ...], Any] = {}
     for policy in policies:
-        for query in queries[:5]:  # warm-up: statement caches, the model's first forward
-            recall_for_query(user=user, query=query, sona=sona, record_trace=False, policy=policy)
-        result["policies"][policy] = {
-            name: _timings(lambda q, r=record, p=policy: recall_for_query(user=user, query=q, sona=sona,
-                                                                          record_trace=r, policy=p),
-                           queries, f"{label} {policy} {name}", show)
-            for name, record in (("recall", True), ("recall_no_trace", False))}
-    result["embed"] = _timings(lambda q: components.embedder().embed([q]), queries, f"{label} embed", show)
-    result["stages"] = measure_stages(user, sona, queries, query_vectors, policies=policies, show=show,
-                                      label=label)
-    result["search_all_pages"] = _timings(
-        lambda v: index.search(user_id=uid, vector=v, limit=10, kind="page"), query_vectors, "search", show)
-    result["search_all_turns"] = _timings(
-        lambda v: index.search(user_id=uid, vector=v, limit=80, kind="turn", match_any={"tier": [Tier.MTM]}),
-        query_vectors, "search", show)
-    result["keyword_search_all_turns"] = _timings(
-        lambda q: index.search_text(user_id=uid, text=q, limit=80, kind="turn", match_any={"tier": [Tier.MTM]}),
-        queries, "keyword search", show)
+        for name, record in (("recall", True), ("recall_no_trace", False)):
+            calls[("policies", policy, name)] = (
+                lambda q, v, p=policy, r=record: recall_for_query(user=user, query=q, sona=sona, record_trace=r,
+                                                                  policy=p))
+    calls[("embed",)] = lambda q, v: components.embedder().embed([q])
+    for name, stage in _stages(user, sona, policies).items():
+        calls[("stages", name)] = stage
+    calls[("search_all_pages",)] = lambda q, v: index.search(user_id=uid, vector=v, limit=10, kind="page")
+    calls[("search_all_turns",)] = lambda q, v: index.search(user_id=uid, vector=v, limit=80, kind="turn",
+                                                             match_any={"tier": [Tier.MTM]})
+    calls[("keyword_search_all_turns",)] = lambda q, v: index.search_text(
+        user_id=uid, text=q, limit=80, kind="turn", match_any={"tier": [Tier.MTM]})
+    pairs = list(zip(queries, query_vectors, strict=True))
+    for query, vector in pairs[:5]:  # warm-up: statement caches, the model's first forward
+        for call in calls.values():
+            call(query, vector)
+    rng = np.random.default_rng(seed)
+    keys = list(calls)
+    timings: dict[tuple[str, ...], list[float]] = {key: [] for key in keys}
+    for query, vector in common.progress_iter(pairs, f"{label} recall", show):
+        for position in rng.permutation(len(keys)):
+            key = keys[position]
+            timings[key].append(common.timed_ms(functools.partial(calls[key], query, vector))[0])
+    result: dict[str, Any] = {"policies": {policy: {} for policy in policies}, "stages": {}}
+    for key, values in timings.items():
+        place = result
+        for part in key[:-1]:
+            place = place[part]
+        place[key[-1]] = common.summarize_ms(values)
     return result
 
 
-def measure_stages(user, sona, queries: list[str], query_vectors: list[list[float]], *,
-                   policies: list[str], show: bool, label: str) -> dict[str, dict[str, float]]:
-    """The parts recall_for_query is made of, each timed alone (query vector given): where a
+def _stages(user, sona, policies: list[str]) -> dict[str, Any]:
+    """The parts recall_for_query is made of, each a call of (query, query vector): where a
     recall's time goes. Their sum is short of a recall by the keywords, the segments' heat
     update and the trace."""
     from django.conf import settings
@@ -423,22 +437,21 @@ def measure_stages(user, sona, queries: list[str], query_vectors: list[list[floa
     from persona import selectors as persona_selectors
 
     params, now = components.memory_params(), timezone.now()
-    pairs = list(zip(queries, query_vectors, strict=True))
     stages: dict[str, Any] = {
-        "STM pages": lambda pair: _stm_items(user, None, params.stm_capacity),
-        "profile and traits": lambda pair: persona_selectors.fixed_items(user=user, sona=sona),
-        "facts and agent traits": lambda pair: persona_selectors.similar_items(
-            user=user, query_vector=pair[1], kb_limit=params.top_kb_facts, trait_limit=params.top_agent_traits),
+        "STM pages": lambda q, v: _stm_items(user, None, params.stm_capacity),
+        "profile and traits": lambda q, v: persona_selectors.fixed_items(user=user, sona=sona),
+        "facts and agent traits": lambda q, v: persona_selectors.similar_items(
+            user=user, query_vector=v, kb_limit=params.top_kb_facts, trait_limit=params.top_agent_traits),
     }
     if "memoryos" in policies:
-        def two_stages(pair):
-            chosen, rows, _ = _segment_stage(user, pair[1], offline.extract_keywords(pair[0]), now, params)
-            return _page_stage(user, pair[1], chosen, rows, params)
+        def two_stages(query, vector):
+            chosen, rows, _ = _segment_stage(user, vector, offline.extract_keywords(query), now, params)
+            return _page_stage(user, vector, chosen, rows, params)
         stages["segments, then pages (memoryos)"] = two_stages
     if "hybrid" in policies:
-        stages["utterances (hybrid)"] = lambda pair: recall_turns(
-            user=user, query=pair[0], query_vector=pair[1], limit=settings.MEMORYOS["TOP_K_TURNS"])
-    return {name: _timings(call, pairs, f"{label} {name}", show) for name, call in stages.items()}
+        stages["utterances (hybrid)"] = lambda q, v: recall_turns(
+            user=user, query=q, query_vector=v, limit=settings.MEMORYOS["TOP_K_TURNS"])
+    return stages
 
 
 def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, float]:
@@ -481,14 +494,14 @@ def run_size(pages: int, options: dict, show: bool) -> dict:
         user, sona = builder.user, builder.sona
         if options["hnsw"] in ("both", "off"):
             result["latency"]["plain"] = measure_retrieval(user, sona, queries, query_vectors, label="plain",
-                                                           **measure)
+                                                           seed=options["seed"], **measure)
         if options["write_sample"]:
             result["write"] = measure_writes(user, sona, options["write_sample"], options["seed"], show)
         if options["hnsw"] in ("both", "on"):
             result["optimize_seconds"] = round(common.timed_ms(env.index.optimize)[0] / 1000, 1)
             result["shard_mb_hnsw"] = env.shard_size_mb()
             result["latency"]["hnsw"] = measure_retrieval(user, sona, queries, query_vectors, label="hnsw",
-                                                          **measure)
+                                                          seed=options["seed"], **measure)
         result["database"] = _database_vendor()
         result["vectors"] = env.vector_location
     result["peak_rss_mb"] = common.peak_rss_mb()

@@ -88,6 +88,29 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
     assert not (memory_env.QDRANT_PATH).exists()
 
 
+def test_retrieval_is_timed_query_by_query_in_an_order_shuffled_per_query(memory_env, make_user, monkeypatch):
+    from memory.benchmarks import scale
+
+    calls = []
+    monkeypatch.setattr(scale, "recall_for_query",
+                        lambda **kw: calls.append((kw["query"], kw["policy"], kw["record_trace"])))
+    monkeypatch.setattr(scale, "_stages", lambda user, sona, policies: {
+        "one part": lambda query, vector: calls.append((query, "part", None))})
+    queries = [f"question {n}" for n in range(6)]
+    vector = [1.0] + [0.0] * 383
+
+    result = scale.measure_retrieval(make_user(), None, queries, [vector] * 6, policies=["memoryos", "hybrid"],
+                                     show=False, label="test", seed=1)
+
+    timed = calls[5 * 5:]  # after the warm-up: the first five queries through every variant
+    assert [query for query, _, _ in timed] == [query for query in queries for _ in range(5)]
+    orders = {tuple(variant[1:] for variant in timed[n * 5:(n + 1) * 5]) for n in range(6)}
+    assert len(orders) > 1
+    assert all(len(set(order)) == 5 for order in orders)
+    assert {result["policies"][p][v]["n"] for p in ("memoryos", "hybrid") for v in ("recall", "recall_no_trace")} == {6}
+    assert result["stages"]["one part"]["n"] == result["embed"]["n"] == result["search_all_turns"]["n"] == 6
+
+
 @pytest.mark.slow
 def test_scale_in_a_fresh_database_renders_tables(memory_env):
     out = io.StringIO()
