@@ -4,8 +4,8 @@ Per size, in a fresh database and vector shard (common.bench_env):
 1. Build the store by the bulk path (below), timed.
 2. Retrieval latency p50/p95 of the real `recall_for_query` (query embedding included), with
    the retrieval trace recorded (the product's path) and without; the query embedding alone; the
-   parts of a recall each alone; single searches over all of the user's pages and utterances.
-   All of them query by query, in a shuffled order per query (`measure_retrieval`).
+   parts of a recall each alone; single searches over all of the user's pages and utterances
+   (`measure_retrieval` says how they are interleaved).
 3. Ingest through the real write path for a sample: page_start + page_complete (embedding
    included) + maintenance_run, one page at a time.
 4. Database size, vector shard size, peak RSS; then Edge's `optimize()` (HNSW) and step 2 again.
@@ -385,47 +385,59 @@ class StoreBuilder:
 
 def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[float]], *,
                       policies: list[str], show: bool, label: str, seed: int = 7) -> dict[str, Any]:
-    """recall_for_query per policy, with and without the trace; the parts it is made of, and
-    single searches over all of the user's points.
+    """recall_for_query per policy, with and without the trace; then the parts it is made of and
+    single searches over all of the user's points, each alone.
 
-    Everything is timed query by query, in a shuffled order per query: every figure covers the
-    same stretch of time, so a slow minute of a shared machine falls on all of them alike (timed
-    one variant after another, the first pass after `optimize()` came out 10 ms slower than the
-    next at 10,000 pages, and which one that was decided the comparison).
+    The recall variants are timed query by query, in a shuffled order per query: they cover the
+    same stretch of time, so a slow minute of a shared machine falls on all of them alike (one
+    variant after another, the first pass after `optimize()` came out 10 ms slower than the next
+    at 10,000 pages, and which one that was decided the comparison). The parts are timed each in
+    a pass of its own, back to back: mixed in with the recalls, each took 1.5–2 times as long
+    (the embedding model, the shard and the database pages evict each other from the CPU's caches),
+    and the table says what each costs, not what the mix does to it.
     """
-    index, uid = components.vector_index(), str(user.pk)
-    calls: dict[tuple[str, ...], Any] = {}
-    for policy in policies:
-        for name, record in (("recall", True), ("recall_no_trace", False)):
-            calls[("policies", policy, name)] = (
-                lambda q, v, p=policy, r=record: recall_for_query(user=user, query=q, sona=sona, record_trace=r,
-                                                                  policy=p))
-    calls[("embed",)] = lambda q, v: components.embedder().embed([q])
-    for name, stage in _stages(user, sona, policies).items():
-        calls[("stages", name)] = stage
-    calls[("search_all_pages",)] = lambda q, v: index.search(user_id=uid, vector=v, limit=10, kind="page")
-    calls[("search_all_turns",)] = lambda q, v: index.search(user_id=uid, vector=v, limit=80, kind="turn",
-                                                             match_any={"tier": [Tier.MTM]})
-    calls[("keyword_search_all_turns",)] = lambda q, v: index.search_text(
-        user_id=uid, text=q, limit=80, kind="turn", match_any={"tier": [Tier.MTM]})
+    variants = {(policy, name): functools.partial(_recall, user, sona, policy, record)
+                for policy in policies for name, record in (("recall", True), ("recall_no_trace", False))}
     pairs = list(zip(queries, query_vectors, strict=True))
-    for query, vector in pairs[:5]:  # warm-up: statement caches, the model's first forward
-        for call in calls.values():
-            call(query, vector)
+    for query, _ in pairs[:5]:  # warm-up: statement caches, the model's first forward
+        for call in variants.values():
+            call(query)
     rng = np.random.default_rng(seed)
-    keys = list(calls)
-    timings: dict[tuple[str, ...], list[float]] = {key: [] for key in keys}
-    for query, vector in common.progress_iter(pairs, f"{label} recall", show):
+    keys = list(variants)
+    timings: dict[tuple[str, str], list[float]] = {key: [] for key in keys}
+    for query, _ in common.progress_iter(pairs, f"{label} recall", show):
         for position in rng.permutation(len(keys)):
-            key = keys[position]
-            timings[key].append(common.timed_ms(functools.partial(calls[key], query, vector))[0])
-    result: dict[str, Any] = {"policies": {policy: {} for policy in policies}, "stages": {}}
-    for key, values in timings.items():
-        place = result
-        for part in key[:-1]:
-            place = place[part]
-        place[key[-1]] = common.summarize_ms(values)
+            timings[keys[position]].append(common.timed_ms(functools.partial(variants[keys[position]], query))[0])
+    result: dict[str, Any] = {"policies": {policy: {} for policy in policies}}
+    for (policy, name), values in timings.items():
+        result["policies"][policy][name] = common.summarize_ms(values)
+
+    index, uid = components.vector_index(), str(user.pk)
+    alone: dict[str, Any] = {
+        "embed": lambda q, v: components.embedder().embed([q]),
+        "search_all_pages": lambda q, v: index.search(user_id=uid, vector=v, limit=10, kind="page"),
+        "search_all_turns": lambda q, v: index.search(user_id=uid, vector=v, limit=80, kind="turn",
+                                                      match_any={"tier": [Tier.MTM]}),
+        "keyword_search_all_turns": lambda q, v: index.search_text(user_id=uid, text=q, limit=80, kind="turn",
+                                                                   match_any={"tier": [Tier.MTM]}),
+    }
+    for name, call in alone.items():
+        result[name] = _timed_alone(call, pairs, f"{label} {name}", show)
+    result["stages"] = {name: _timed_alone(call, pairs, f"{label} {name}", show)
+                        for name, call in _stages(user, sona, policies).items()}
     return result
+
+
+def _recall(user, sona, policy: str, record: bool, query: str):
+    return recall_for_query(user=user, query=query, sona=sona, record_trace=record, policy=policy)
+
+
+def _timed_alone(call, pairs: list[tuple[str, list[float]]], label: str, show: bool) -> dict[str, float]:
+    """One part over every (query, vector), back to back, after a short warm-up."""
+    for query, vector in pairs[:5]:
+        call(query, vector)
+    return common.summarize_ms([common.timed_ms(functools.partial(call, query, vector))[0]
+                                for query, vector in common.progress_iter(pairs, label, show)])
 
 
 def _stages(user, sona, policies: list[str]) -> dict[str, Any]:
