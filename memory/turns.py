@@ -261,16 +261,15 @@ def _turn_items(ranked: list[tuple[str, dict[str, float], float]], facts, dense,
         pos = facts[key]["pos"]
         if page is None or pos >= len(page.utterances):
             continue
-        segment_id, timestamp = page.segment_id, page.timestamp
         utt = page.utterances[pos]
         breakdown: dict = {name: round(value, 4) for name, value in parts.items()}
         breakdown["final"] = round(final, 4)
         # The raw scores beside their standard scores: with few candidates the z-scores say little.
         breakdown["cosine"] = round(dense.get(key, 0.0), 4)
         breakdown["bm25"] = round(sparse.get(key, 0.0), 4)
-        breakdown["segment_id"] = str(segment_id) if segment_id else ""
+        breakdown["segment_id"] = str(page.segment_id) if page.segment_id else ""
         items.append(RecalledItem(
             kind="turn", ref=key, text=f"{utt['speaker']}: {utt['text']}", score=final,
-            timestamp=timestamp, source_ids=(utt["id"],) if utt.get("id") else (), breakdown=breakdown,
+            timestamp=page.timestamp, source_ids=(utt["id"],) if utt.get("id") else (), breakdown=breakdown,
         ))
     return items
