@@ -9,38 +9,21 @@ PostgreSQL alike. Only reads come here; memory changes through the services.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import enum
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import connection
 from django.db.models import Model
 
 
-def table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def columns(model: type[Model], fields: Sequence[str]) -> str:
-    """The quoted columns of the named fields ("user" gives user_id), the primary key first
-    (raw() needs it)."""
-    meta = model._meta
-    names = [meta.pk.name, *(name for name in fields if name != meta.pk.name)]
-    return ", ".join(connection.ops.quote_name(meta.get_field(name).column) for name in names)
-
-
-def column(model: type[Model], field: str) -> str:
-    return connection.ops.quote_name(model._meta.get_field(field).column)
-
-
-def rows(model: type[Model], fields: Sequence[str], where: str, params: Sequence[Any], *,
-         order_by: str = "", limit: int | None = None) -> list[Any]:
-    """Instances of `model` with only `fields` loaded, for a WHERE clause over quoted columns."""
-    sql = f"SELECT {columns(model, fields)} FROM {table(model)} WHERE {where}"
-    if order_by:
-        sql += f" ORDER BY {order_by}"
-    if limit is not None:
-        sql += f" LIMIT {int(limit)}"
-    return list(model.objects.raw(sql, list(params)))
+def rows(model: type[Model], fields: Sequence[str], *, equal: Mapping[str, Any],
+         order_by: Sequence[str] = (), limit: int | None = None) -> list[Any]:
+    """Instances of `model` with only `fields` loaded, whose fields equal the values of `equal`
+    (a field name each, "user" for a foreign key), ordered by field names ("-seq": descending)."""
+    where = " AND ".join(f"{_column(model, name)} = %s" for name in equal)
+    params = [_prepared(model, name, value) for name, value in equal.items()]
+    return _select(model, fields, where, params, order_by=order_by, limit=limit)
 
 
 def by_pk(model: type[Model], ids: Iterable[Any], fields: Sequence[str]) -> dict[str, Any]:
@@ -52,6 +35,29 @@ def by_pk(model: type[Model], ids: Iterable[Any], fields: Sequence[str]) -> dict
     if not wanted:
         return {}
     pk = model._meta.pk
-    params = [pk.get_db_prep_value(pk.to_python(value), connection) for value in wanted]
-    where = f"{column(model, pk.name)} IN ({', '.join(['%s'] * len(params))})"
-    return {str(row.pk): row for row in rows(model, fields, where, params)}
+    where = f"{_column(model, pk.name)} IN ({', '.join(['%s'] * len(wanted))})"
+    params = [_prepared(model, pk.name, pk.to_python(value)) for value in wanted]
+    return {str(row.pk): row for row in _select(model, fields, where, params)}
+
+
+def _select(model: type[Model], fields: Sequence[str], where: str, params: list[Any], *,
+            order_by: Sequence[str] = (), limit: int | None = None) -> list[Any]:
+    names = [model._meta.pk.name, *(name for name in fields if name != model._meta.pk.name)]  # raw() needs the key
+    sql = (f"SELECT {', '.join(_column(model, name) for name in names)} "
+           f"FROM {connection.ops.quote_name(model._meta.db_table)} WHERE {where}")
+    if order_by:
+        sql += " ORDER BY " + ", ".join(
+            f"{_column(model, name.lstrip('-'))}{' DESC' if name.startswith('-') else ''}" for name in order_by)
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return list(model.objects.raw(sql, params))
+
+
+def _column(model: type[Model], field: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(field).column)
+
+
+def _prepared(model: type[Model], field: str, value: Any) -> Any:
+    """The value as the database driver takes it (a UUID as SQLite's hex text, a choice as its value)."""
+    prepared = model._meta.get_field(field).get_db_prep_value(value, connection)
+    return prepared.value if isinstance(prepared, enum.Enum) else prepared

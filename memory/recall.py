@@ -76,12 +76,9 @@ def _owned(model, fields, ids, user, **expected) -> dict[str, Any]:
 
 
 def _stm_items(user, exclude_page_id, capacity: int) -> list[RecalledItem]:
-    def col(name: str) -> str:
-        return reads.column(DialoguePage, name)
-
-    pages = reads.rows(DialoguePage, PAGE_FIELDS, f"{col('user')} = %s AND {col('tier')} = %s AND {col('status')} = %s",
-                       [user.pk, Tier.STM.value, PageStatus.COMPLETE.value], order_by=f"{col('seq')} DESC",
-                       limit=capacity + 1)  # one more, in case the excluded page is among them
+    pages = reads.rows(DialoguePage, PAGE_FIELDS,
+                       equal={"user": user.pk, "tier": Tier.STM, "status": PageStatus.COMPLETE},
+                       order_by=("-seq",), limit=capacity + 1)  # one more, in case the excluded page is among them
     excluded = str(exclude_page_id) if exclude_page_id is not None else None
     return [
         RecalledItem(kind="stm_page", ref=str(p.id), text=f"User: {p.query} | Assistant: {p.response}",

@@ -31,20 +31,16 @@ PROFILE_FIELDS = ("name", "gender", "birth_year", "extra")
 def fixed_items(*, user, sona=None) -> list[RecalledItem]:
     """What every recall carries whole: the profile, the agent's profile and the user's traits."""
     items: list[RecalledItem] = []
-    profile = next(iter(reads.rows(UserProfile, PROFILE_FIELDS, f"{reads.column(UserProfile, 'user')} = %s",
-                                   [user.pk], limit=1)), None)
+    profile = next(iter(reads.rows(UserProfile, PROFILE_FIELDS, equal={"user": user.pk}, limit=1)), None)
     if profile and profile.as_text():
         items.append(RecalledItem(kind="profile", ref="profile", text=profile.as_text(), score=1.0))
     if sona is not None and sona.profile:
         items.append(RecalledItem(kind="agent_profile", ref=str(sona.id), text=f"{sona.name}: {sona.profile}",
                                   score=1.0))
-    # Up to 90 rows on every recall.
-    key_column, score_column = reads.column(UserTrait, "key"), reads.column(UserTrait, "score")
-    traits = reads.rows(UserTrait, ("key", "score"), f"{reads.column(UserTrait, 'user')} = %s AND {score_column} > 0",
-                        [user.pk], order_by=f"{score_column} DESC, {key_column}")
-    for key, score in ((trait.key, trait.score) for trait in traits):
-        dim = TRAITS_BY_KEY.get(key)
-        if dim is None:
+    # A user has at most one row per trait dimension (90); those at 0 say nothing.
+    for trait in reads.rows(UserTrait, ("key", "score"), equal={"user": user.pk}, order_by=("-score", "key")):
+        key, score, dim = trait.key, trait.score, TRAITS_BY_KEY.get(trait.key)
+        if dim is None or score <= 0:
             continue
         items.append(RecalledItem(kind="user_trait", ref=key, text=f"{dim.name} ({dim.description}): {score:.2f}",
                                   score=score, breakdown={"score": round(score, 4)}))

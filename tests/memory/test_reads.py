@@ -52,16 +52,18 @@ def test_by_pk_of_nothing_is_empty_and_a_malformed_key_is_refused(make_user) -> 
         reads.by_pk(DialoguePage, ["not-a-uuid"], ("query",))
 
 
-def test_rows_filter_order_and_limit(make_user) -> None:
+def test_rows_match_every_named_field_in_order_up_to_the_limit(make_user) -> None:
     user, other = make_user("a"), make_user("b")
     pages_of(other, 1)
-    pages = pages_of(user, 3)
-    seq = reads.column(DialoguePage, "seq")
+    pages = pages_of(user, 4)
+    DialoguePage.objects.filter(id=pages[3].id).update(tier=Tier.MTM)
 
-    found = reads.rows(DialoguePage, ("seq",), f"{reads.column(DialoguePage, 'user')} = %s", [user.pk],
-                       order_by=f"{seq} DESC", limit=2)
+    found = reads.rows(DialoguePage, ("seq",), equal={"user": user.pk, "tier": Tier.STM}, order_by=("-seq",),
+                       limit=2)
+    oldest_first = reads.rows(DialoguePage, ("seq",), equal={"user": user.pk}, order_by=("seq",))
 
     assert [row.id for row in found] == [pages[2].id, pages[1].id]
+    assert [row.id for row in oldest_first] == [page.id for page in pages]
 
 
 def test_stm_items_leave_out_the_excluded_page_and_keep_the_capacity(make_user) -> None:

@@ -258,10 +258,13 @@ def test_a_recall_writes_its_visits_and_its_trace_together_or_not_at_all(make_us
     def failing_create(**fields):
         raise RuntimeError("the trace table is unavailable")
 
-    monkeypatch.setattr(RetrievalTrace.objects, "create", failing_create)
-    with pytest.raises(RuntimeError, match="unavailable"):
-        recall_for_query(user=user, query="my puppy", policy="memoryos")
+    with monkeypatch.context() as patched:
+        patched.setattr(RetrievalTrace.objects, "create", failing_create)
+        with pytest.raises(RuntimeError, match="unavailable"):
+            recall_for_query(user=user, query="my puppy", policy="memoryos")
     assert list(Segment.objects.filter(user=user).values_list("n_visit", flat=True)) == [0]
+    recall_for_query(user=user, query="my puppy", policy="memoryos")  # the same recall, the trace stored
+    assert list(Segment.objects.filter(user=user).values_list("n_visit", flat=True)) == [1]
 
 
 def test_recall_bookkeeping_does_not_wait_for_the_flush_on_postgresql(memory_env):
