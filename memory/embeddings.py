@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 MINILM_DIMENSION = 384
-# One thread: on a 2-core machine shared with the web server and maintenance, two torch threads
-# made single queries 5–30x slower under load (measured); one stays near 12 ms either way.
+# Torch runs batches (and queries where ONNX Runtime is missing). One thread: on a 2-core machine
+# shared with the web server and maintenance, two torch threads made single queries 5–30x
+# slower under load (measured before the ONNX encoder); one stays near 12 ms either way.
 DEFAULT_EMBED_THREADS = 1
 # The ONNX Runtime query encoder is another matter. `manage.py bench embed` on this 2-core
 # machine, p50 / p95 ms: one thread 10.2 / 12.1 quiet and 10.8 / 12.7 beside a busy core; two
@@ -169,34 +170,41 @@ def _torchscript_encoder(bert, sample, precision: str):
         return torch.jit.freeze(traced.eval())
 
 
+def export_onnx(bert, sample) -> bytes:
+    """The BERT exported to ONNX in memory (about 1.5 s): (input_ids, attention_mask) in, token
+    embeddings out, batch and length dynamic."""
+    import io
+
+    import torch
+
+    class _Tokens(torch.nn.Module):  # positional inputs, one plain tensor out
+        def __init__(self, inner) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, return_dict=False)[0]
+
+    axes = {0: "batch", 1: "tokens"}
+    graph = io.BytesIO()
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Tokens(bert).eval(), (sample["input_ids"], sample["attention_mask"]), graph,
+                          dynamo=False, opset_version=17, input_names=["input_ids", "attention_mask"],
+                          output_names=["tokens"],
+                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "tokens": axes})
+    return graph.getvalue()
+
+
 class OnnxEncoder:
-    """A BERT exported to ONNX (in memory, at model load: about 1.5 s) and run by ONNX Runtime.
+    """An exported BERT (`export_onnx`) run by ONNX Runtime.
 
     Called like the TorchScript graph: (input_ids, attention_mask) → (token embeddings,).
     """
 
-    def __init__(self, bert, sample, *, threads: int | None = None, spinning: bool = False) -> None:
-        import io
-
+    def __init__(self, graph: bytes, *, threads: int | None = None, spinning: bool = False) -> None:
         import onnxruntime
-        import torch
 
-        class _Tokens(torch.nn.Module):  # positional inputs, one plain tensor out
-            def __init__(self, inner) -> None:
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, input_ids, attention_mask):
-                return self.inner(input_ids=input_ids, attention_mask=attention_mask, return_dict=False)[0]
-
-        axes = {0: "batch", 1: "tokens"}
-        graph = io.BytesIO()
-        with torch.inference_mode(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(_Tokens(bert).eval(), (sample["input_ids"], sample["attention_mask"]), graph,
-                              dynamo=False, opset_version=17, input_names=["input_ids", "attention_mask"],
-                              output_names=["tokens"],
-                              dynamic_axes={"input_ids": axes, "attention_mask": axes, "tokens": axes})
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or query_threads()
         options.inter_op_num_threads = 1
@@ -205,8 +213,7 @@ class OnnxEncoder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only: its warnings about unused initialisers are noise
-        self._session = onnxruntime.InferenceSession(graph.getvalue(), options,
-                                                     providers=["CPUExecutionProvider"])
+        self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
     def __call__(self, input_ids, attention_mask):
         import torch
@@ -218,7 +225,7 @@ class OnnxEncoder:
 
 def _onnx_encoder(bert, sample) -> OnnxEncoder | None:
     try:
-        return OnnxEncoder(bert, sample)
+        return OnnxEncoder(export_onnx(bert, sample))
     except Exception as exc:  # onnxruntime missing or an export this torch cannot do
         log.warning("ONNX Runtime encoder unavailable, using TorchScript: %s", describe_error(exc))
         return None

@@ -40,9 +40,9 @@ class TurnFacts:
     from one batched read. Maintenance puts in the facts of the points it indexes (a re-indexed
     page's replace the old ones), and all entries are dropped when the facts are asked of
     another index than before (settings changed, a benchmark's fresh store: integer ids repeat
-    across stores). A server restart clears it. Eviction is first in,
-    first out: keeping a least-recently-used order cost a dictionary move per candidate, a
-    millisecond a recall, and an evicted entry costs one batched read to get back.
+    across stores). A server restart clears it. Eviction is first in, first out: keeping a
+    least-recently-used order cost a dictionary move per candidate, a millisecond a recall, and
+    an evicted entry costs one batched read to get back.
     """
 
     def __init__(self, size: int) -> None:

@@ -64,12 +64,14 @@ def run(options: dict, stdout) -> dict:
     sample = model.preprocess([embeddings.SAMPLE_TEXT])
     bert = model[0].auto_model
     default = (embeddings.query_threads(), False)
+    try:
+        graph = embeddings.export_onnx(bert, sample)  # once: the settings differ in the session only
+        encoders = [embeddings.OnnxEncoder(graph, threads=threads, spinning=spinning)
+                    for threads, spinning in SETTINGS]
+    except Exception as exc:  # onnxruntime missing: the product falls back to TorchScript
+        raise CommandError(f"the ONNX Runtime query encoder is unavailable: {exc}") from exc
     rows: list[dict[str, Any]] = []
-    for threads, spinning in SETTINGS:
-        try:
-            encoder = embeddings.OnnxEncoder(bert, sample, threads=threads, spinning=spinning)
-        except Exception as exc:  # onnxruntime missing: the product falls back to TorchScript
-            raise CommandError(f"the ONNX Runtime query encoder is unavailable: {exc}") from exc
+    for (threads, spinning), encoder in zip(SETTINGS, encoders, strict=True):
         loaded = embeddings._LoadedModel(model=model, lock=threading.Lock(), single=encoder)
         label = f"{threads} thread{'s' if threads > 1 else ''}{', spinning' if spinning else ''}"
         quiet = _timings(loaded, queries, f"{label}, quiet", show)
