@@ -30,6 +30,28 @@ from memory.models import DialoguePage, PageStatus, RetrievalTrace, Segment, Son
 from memory.turns import recall_turns
 
 RECALL_POLICIES = ("memoryos", "hybrid")
+# The parts of a recall, in the order they run, as Recall.timings_ms and the trace name them.
+EMBED_PART = "query embedding"
+MTM_PARTS = {"memoryos": "segments, then pages", "hybrid": "utterances"}
+VISITS_PART = "segment visits"
+TRACE_PART = "trace"  # writing it, and the commit of the recall's writes
+
+
+class _Stopwatch:
+    """Milliseconds spent in each named part of one recall, in the order the parts ran."""
+
+    def __init__(self) -> None:
+        self.started = self._mark = time.perf_counter()
+        self.parts: dict[str, float] = {}
+
+    def lap(self, part: str) -> None:
+        """Close `part`: the time since the last lap (or the start) is its."""
+        now = time.perf_counter()
+        self.parts[part] = round((now - self._mark) * 1000, 3)
+        self._mark = now
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
 
 
 @dataclass
@@ -38,7 +60,10 @@ class Recall:
     items: list[RecalledItem]
     trace: RetrievalTrace | None
     segments: list[dict[str, Any]] = field(default_factory=list)
-    latency_ms: float = 0.0
+    latency_ms: float = 0.0  # up to the writes, as the trace records it
+    # Each part's milliseconds, in order (EMBED_PART, "STM pages", ..., TRACE_PART); the trace
+    # stores all but its own writing, and they add up to its latency_ms.
+    timings_ms: dict[str, float] = field(default_factory=dict)
 
     def record_prompt(self, prompt: Prompt) -> None:
         """Add what entered the prompt, and its size, to the stored trace."""
@@ -206,7 +231,7 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     BM25 fusion over MTM, memory/turns.py); STM and persona memory are the same for both.
     `turn_tiers` lets a benchmark rank utterances over STM too (the prompt has STM whole anyway).
     """
-    started = time.perf_counter()
+    watch = _Stopwatch()
     now = now or timezone.now()
     params = components.memory_params()
     policy = policy or settings.MEMORYOS["RECALL_POLICY"]
@@ -218,10 +243,15 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     # TorchScript graph holds the GIL, so nothing overlapped; ONNX Runtime releases it for the
     # forward, but tokenising and pooling hold it, and the reads waited on it: recall at 10,000
     # pages went from p50 43.5 / p95 51.2 ms to 44.6 / 64.7.)
-    qvec = query_vector if query_vector is not None else components.embedder().embed([query])[0]
-    qkeywords = offline.extract_keywords(query)
+    qvec = query_vector
+    if qvec is None:
+        qvec = components.embedder().embed([query])[0]
+        watch.lap(EMBED_PART)
     stm = _stm_items(user, exclude_page_id, params.stm_capacity)
+    watch.lap("STM pages")
     fixed = persona_selectors.fixed_items(user=user, sona=sona)
+    watch.lap("profile and traits")
+    qkeywords = offline.extract_keywords(query)
     if policy == "hybrid":
         mtm = recall_turns(user=user, query=query, query_vector=qvec, limit=settings.MEMORYOS["TOP_K_TURNS"],
                            tiers=turn_tiers)
@@ -229,13 +259,16 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     else:
         chosen, rows, considered = _segment_stage(user, qvec, qkeywords, now, params)
         mtm = _page_stage(user, qvec, chosen, rows, params)
+    watch.lap(MTM_PARTS[policy])
     persona = fixed + persona_selectors.similar_items(user=user, query_vector=qvec, kb_limit=params.top_kb_facts,
                                                      trait_limit=params.top_agent_traits)
+    watch.lap("facts and agent traits")
     items = persona + stm + mtm
     trace = None
     with _bookkeeping(writes=update_heat or record_trace):
         heat_changes = _visit_segments(chosen, rows, now, params) if update_heat else []
-        latency_ms = (time.perf_counter() - started) * 1000
+        watch.lap(VISITS_PART)
+        latency_ms = watch.elapsed_ms()
         if record_trace:
             trace = RetrievalTrace.objects.create(
                 user=user, page=page, query=query, policy=policy, latency_ms=latency_ms,
@@ -249,6 +282,9 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                     "heat_changes": heat_changes,
                     "policy": policy,
                     "params": {"top_m": params.top_m_segments, "top_k": params.top_k_pages},
+                    "timings_ms": dict(watch.parts),
                 },
             )
-    return Recall(query=query, items=items, trace=trace, segments=considered, latency_ms=latency_ms)
+    watch.lap(TRACE_PART)
+    return Recall(query=query, items=items, trace=trace, segments=considered, latency_ms=latency_ms,
+                  timings_ms=watch.parts)

@@ -92,6 +92,7 @@ class TurnRecall:
     segments_considered: int
     segments_chosen: int
     keywords: list[str]
+    timings: list[tuple[str, float]]  # where the recall's time went, ms per part in order
 
 
 def turn_recall(*, user, page_id) -> TurnRecall | None:
@@ -111,7 +112,8 @@ def turn_recall(*, user, page_id) -> TurnRecall | None:
     return TurnRecall(trace=trace, sections=sections, dropped=len(prompt.get("dropped", [])),
                       segments_considered=len(segments),
                       segments_chosen=sum(1 for s in segments if s.get("chosen")),
-                      keywords=list(payload.get("query_keywords", [])))
+                      keywords=list(payload.get("query_keywords", [])),
+                      timings=[(str(part), float(ms)) for part, ms in payload.get("timings_ms", {}).items()])
 
 
 GONE = "(no longer in memory)"

@@ -58,9 +58,9 @@ from memory.models import (
     bytes_to_vector,
     vector_to_bytes,
 )
-from memory.recall import RECALL_POLICIES, _page_stage, _segment_stage, _stm_items, recall_for_query
+from memory.recall import EMBED_PART, RECALL_POLICIES, recall_for_query
 from memory.services import page_complete, page_point, page_start, page_text
-from memory.turns import recall_turns, turn_points
+from memory.turns import turn_points
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 TOPICS: dict[str, tuple[str, ...]] = {
@@ -385,16 +385,17 @@ class StoreBuilder:
 
 def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[float]], *,
                       policies: list[str], show: bool, label: str, seed: int = 7) -> dict[str, Any]:
-    """recall_for_query per policy, with and without the trace; then the parts it is made of and
-    single searches over all of the user's points, each alone.
+    """recall_for_query per policy, with and without the trace, and where each recall's time went
+    (the parts it times itself, Recall.timings_ms); then single searches over all of the user's
+    points, each alone.
 
     The recall variants are timed query by query, in a shuffled order per query: they cover the
     same stretch of time, so a slow minute of a shared machine falls on all of them alike (one
     variant after another, the first pass after `optimize()` came out 10 ms slower than the next
-    at 10,000 pages, and which one that was decided the comparison). The parts are timed each in
-    a pass of its own, back to back: mixed in with the recalls, each took 1.5–2 times as long
-    (the embedding model, the shard and the database pages evict each other from the CPU's caches),
-    and the table says what each costs, not what the mix does to it.
+    at 10,000 pages, and which one that was decided the comparison). The parts are those of the
+    recalls that store their trace (the product's path), so they add up to those recalls: each
+    part pays for the CPU caches the others leave it, as it does in the product (timed alone, back
+    to back, each part took half to two thirds as long).
     """
     variants = {(policy, name): functools.partial(_recall, user, sona, policy, record)
                 for policy in policies for name, record in (("recall", True), ("recall_no_trace", False))}
@@ -405,16 +406,23 @@ def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[f
     rng = np.random.default_rng(seed)
     keys = list(variants)
     timings: dict[tuple[str, str], list[float]] = {key: [] for key in keys}
+    parts: dict[str, dict[str, list[float]]] = {policy: {} for policy in policies}
     for query, _ in common.progress_iter(pairs, f"{label} recall", show):
         for position in rng.permutation(len(keys)):
-            timings[keys[position]].append(common.timed_ms(functools.partial(variants[keys[position]], query))[0])
+            policy, name = keys[position]
+            elapsed, recall = common.timed_ms(functools.partial(variants[policy, name], query))
+            timings[policy, name].append(elapsed)
+            if name == "recall":
+                for part, ms in recall.timings_ms.items():
+                    parts[policy].setdefault(part, []).append(ms)
     result: dict[str, Any] = {"policies": {policy: {} for policy in policies}}
     for (policy, name), values in timings.items():
         result["policies"][policy][name] = common.summarize_ms(values)
+    for policy, by_part in parts.items():
+        result["policies"][policy]["parts"] = {part: common.summarize_ms(values) for part, values in by_part.items()}
 
     index, uid = components.vector_index(), str(user.pk)
     alone: dict[str, Any] = {
-        "embed": lambda q, v: components.embedder().embed([q]),
         "search_all_pages": lambda q, v: index.search(user_id=uid, vector=v, limit=10, kind="page"),
         "search_all_turns": lambda q, v: index.search(user_id=uid, vector=v, limit=80, kind="turn",
                                                       match_any={"tier": [Tier.MTM]}),
@@ -423,8 +431,6 @@ def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[f
     }
     for name, call in alone.items():
         result[name] = _timed_alone(call, pairs, f"{label} {name}", show)
-    result["stages"] = {name: _timed_alone(call, pairs, f"{label} {name}", show)
-                        for name, call in _stages(user, sona, policies).items()}
     return result
 
 
@@ -433,37 +439,11 @@ def _recall(user, sona, policy: str, record: bool, query: str):
 
 
 def _timed_alone(call, pairs: list[tuple[str, list[float]]], label: str, show: bool) -> dict[str, float]:
-    """One part over every (query, vector), back to back, after a short warm-up."""
+    """One search over every (query, vector), back to back, after a short warm-up."""
     for query, vector in pairs[:5]:
         call(query, vector)
     return common.summarize_ms([common.timed_ms(functools.partial(call, query, vector))[0]
                                 for query, vector in common.progress_iter(pairs, label, show)])
-
-
-def _stages(user, sona, policies: list[str]) -> dict[str, Any]:
-    """The parts recall_for_query is made of, each a call of (query, query vector): where a
-    recall's time goes. Their sum is short of a recall by the keywords, the segments' heat
-    update and the trace."""
-    from django.conf import settings
-
-    from persona import selectors as persona_selectors
-
-    params, now = components.memory_params(), timezone.now()
-    stages: dict[str, Any] = {
-        "STM pages": lambda q, v: _stm_items(user, None, params.stm_capacity),
-        "profile and traits": lambda q, v: persona_selectors.fixed_items(user=user, sona=sona),
-        "facts and agent traits": lambda q, v: persona_selectors.similar_items(
-            user=user, query_vector=v, kb_limit=params.top_kb_facts, trait_limit=params.top_agent_traits),
-    }
-    if "memoryos" in policies:
-        def two_stages(query, vector):
-            chosen, rows, _ = _segment_stage(user, vector, offline.extract_keywords(query), now, params)
-            return _page_stage(user, vector, chosen, rows, params)
-        stages["segments, then pages (memoryos)"] = two_stages
-    if "hybrid" in policies:
-        stages["utterances (hybrid)"] = lambda q, v: recall_turns(
-            user=user, query=q, query_vector=v, limit=settings.MEMORYOS["TOP_K_TURNS"])
-    return stages
 
 
 def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, float]:
@@ -560,7 +540,9 @@ def render(result: dict) -> str:
         f"Embeddings: real MiniLM for a pool of {opts['pool']:,} texts, reused with Gaussian noise "
         f"(sigma {opts['noise']}) for the other pages and utterances; segments, persona and queries real.",
         "recall = memory.recall.recall_for_query, query embedding and heat update included; "
-        "'trace' = the retrieval trace is stored (the product's path).",
+        "'trace' = the retrieval trace is stored (the product's path); embedding = the query embedding "
+        "inside those recalls. The parts are the recalls' own timings (Recall.timings_ms); "
+        "'trace' is writing the trace and committing the visits with it.",
         "all-pages / all-turns search = one dense search over all of the user's page / MTM utterance points; "
         "all-turns BM25 = one keyword search over the user's MTM utterances (the hybrid policy makes both).",
         "write path = page_start + page_complete (embedding) + maintenance_run per page, on the built store.",
@@ -595,11 +577,11 @@ def render_latency_table(runs: list[dict]) -> str:
                 rows.append([r["pages"], "yes" if variant == "hnsw" else "no", policy,
                              timing["recall"]["p50"], timing["recall"]["p95"],
                              timing["recall_no_trace"]["p50"], timing["recall_no_trace"]["p95"],
-                             lat["embed"]["p50"], lat["search_all_pages"]["p95"],
+                             timing["parts"].get(EMBED_PART, {}).get("p50"), lat["search_all_pages"]["p95"],
                              lat["search_all_turns"]["p95"], lat.get("keyword_search_all_turns", {}).get("p95")])
     return common.render_table(
         ["pages", "HNSW", "policy", "recall p50", "recall p95", "no trace p50", "no trace p95",
-         "embed p50", "all-pages search p95", "all-turns search p95", "all-turns BM25 p95"], rows,
+         "embedding p50", "all-pages search p95", "all-turns search p95", "all-turns BM25 p95"], rows,
         title="Retrieval latency, ms (recall includes the query embedding)")
 
 
@@ -607,11 +589,8 @@ def render_stage_table(runs: list[dict]) -> str:
     rows = []
     for r in runs:
         for variant in ("plain", "hnsw"):
-            lat = r["latency"].get(variant)
-            if lat is None:
-                continue
-            stages = {"query embedding": lat["embed"], **lat.get("stages", {})}
-            rows += [[r["pages"], "yes" if variant == "hnsw" else "no", name, timing["p50"], timing["p95"]]
-                     for name, timing in stages.items()]
-    return common.render_table(["pages", "HNSW", "part of a recall", "p50", "p95"], rows,
-                               title="Where a recall's time goes, ms (each part timed alone)")
+            for policy, timing in (r["latency"].get(variant) or {}).get("policies", {}).items():
+                rows += [[r["pages"], "yes" if variant == "hnsw" else "no", policy, part, t["p50"], t["p95"]]
+                         for part, t in timing.get("parts", {}).items()]
+    return common.render_table(["pages", "HNSW", "policy", "part of a recall", "p50", "p95"], rows,
+                               title="Where a recall's time goes, ms (as the recalls with a trace timed their parts)")

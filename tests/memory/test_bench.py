@@ -17,6 +17,7 @@ from memory import components
 from memory.benchmarks import common, qa
 from memory.management.commands.bench import BenchmarkUnavailable, load
 from memory.models import DialoguePage
+from memory.recall import MTM_PARTS
 
 
 def run_json(*args) -> dict:
@@ -74,12 +75,14 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
     for variant in ("plain", "hnsw"):
         latency = size["latency"][variant]
         assert set(latency["policies"]) == {"memoryos", "hybrid"}
-        for timing in latency["policies"].values():
+        for policy, timing in latency["policies"].items():
             assert timing["recall"]["n"] == 4 and 0 < timing["recall"]["p50"] <= timing["recall"]["p95"]
+            # the parts the traced recalls timed themselves, in the order they ran
+            assert list(timing["parts"]) == ["query embedding", "STM pages", "profile and traits",
+                                             MTM_PARTS[policy], "facts and agent traits", "segment visits", "trace"]
+            assert all(part["n"] == 4 and part["p50"] > 0 for part in timing["parts"].values())
+            assert sum(part["mean"] for part in timing["parts"].values()) <= timing["recall"]["mean"] * 1.01
         assert latency["search_all_turns"]["n"] == 4
-        assert set(latency["stages"]) == {"STM pages", "profile and traits", "facts and agent traits",
-                                          "segments, then pages (memoryos)", "utterances (hybrid)"}
-        assert all(stage["n"] == 4 and stage["p50"] > 0 for stage in latency["stages"].values())
     assert size["write"]["n"] == 2 and size["write"]["pages_per_s"] > 0
     assert size["shard_mb"] > 0 and size["db_mb"] > 0 and size["peak_rss_mb"] > 0
     # the throwaway user and its rows are gone; the settings' vector shard was never opened
@@ -88,30 +91,36 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
     assert not (memory_env.QDRANT_PATH).exists()
 
 
-def test_recalls_are_timed_query_by_query_in_shuffled_orders_and_the_parts_alone(memory_env, make_user,
-                                                                                  monkeypatch):
+def test_recalls_are_timed_query_by_query_in_shuffled_orders_with_the_parts_of_the_traced_ones(
+        memory_env, make_user, monkeypatch):
     from memory.benchmarks import scale
+    from memory.recall import Recall
 
     calls = []
-    monkeypatch.setattr(scale, "recall_for_query",
-                        lambda **kw: calls.append((kw["query"], kw["policy"], kw["record_trace"])))
-    monkeypatch.setattr(scale, "_stages", lambda user, sona, policies: {
-        "one part": lambda query, vector: calls.append((query, "part", None))})
+
+    def fake_recall(**kw):
+        calls.append((kw["query"], kw["policy"], kw["record_trace"]))
+        # a traced recall's parts say which recall they came from
+        part_ms = 1.0 if kw["record_trace"] else 100.0
+        return Recall(query=kw["query"], items=[], trace=None, timings_ms={"a part": part_ms, kw["policy"]: part_ms})
+
+    monkeypatch.setattr(scale, "recall_for_query", fake_recall)
     queries = [f"question {n}" for n in range(6)]
     vector = [1.0] + [0.0] * 383
 
     result = scale.measure_retrieval(make_user(), None, queries, [vector] * 6, policies=["memoryos", "hybrid"],
                                      show=False, label="test", seed=1)
 
-    recalls = [call for call in calls if call[1] != "part"]
-    timed = recalls[5 * 4:]  # after the warm-up: the first five queries through every variant
+    timed = calls[5 * 4:]  # after the warm-up: the first five queries through every variant
     assert [query for query, _, _ in timed] == [query for query in queries for _ in range(4)]
     orders = {tuple(variant[1:] for variant in timed[n * 4:(n + 1) * 4]) for n in range(6)}
     assert len(orders) > 1 and all(len(set(order)) == 4 for order in orders)
-    # the parts come after the recalls, in a pass of their own (five warm-up calls, then six)
-    assert calls[len(recalls):] == [(query, "part", None) for query in queries[:5] + queries]
     assert {result["policies"][p][v]["n"] for p in ("memoryos", "hybrid") for v in ("recall", "recall_no_trace")} == {6}
-    assert result["stages"]["one part"]["n"] == result["embed"]["n"] == result["search_all_turns"]["n"] == 6
+    # the parts are the timed traced recalls' own (not the warm-up's, not the untraced ones')
+    for policy in ("memoryos", "hybrid"):
+        assert result["policies"][policy]["parts"] == {
+            name: {"n": 6, "mean": 1.0, "p50": 1.0, "p95": 1.0, "max": 1.0} for name in ("a part", policy)}
+    assert result["search_all_turns"]["n"] == 6
 
 
 @pytest.mark.slow
@@ -122,7 +131,7 @@ def test_scale_in_a_fresh_database_renders_tables(memory_env):
     text = out.getvalue()
     assert "Store size and ingest" in text and "Retrieval latency" in text
     stage_rows = text.split("Where a recall's time goes")[1].splitlines()
-    assert any("segments, then pages (memoryos)" in line for line in stage_rows)
+    assert any("memoryos" in line and "segments, then pages" in line for line in stage_rows)
     assert not any("utterances (hybrid)" in line for line in stage_rows)  # only the policies asked for
     row = next(line for line in text.splitlines() if line.lstrip().startswith("12 ") and "memoryos" in line)
     assert row.split()[1] == "no"

@@ -6,7 +6,7 @@ import pytest
 
 from memory import components
 from memory.models import DialoguePage, RetrievalTrace, Segment, Tier
-from memory.recall import recall_for_query
+from memory.recall import MTM_PARTS, recall_for_query
 from memory.services import page_complete, page_start, turn_run
 from persona.models import UserTrait
 from persona.services import profile_update
@@ -139,6 +139,38 @@ def test_hybrid_boosts_the_named_speaker(make_user, memory_env):
         turns = [i for i in recall.items if i.kind == "turn"]
         assert turns[0].source_ids == (expected,)
         assert turns[0].breakdown["speaker"] == HybridParams().speaker_boost
+
+
+@pytest.mark.parametrize("policy", ["memoryos", "hybrid"])
+def test_recall_times_its_parts_and_the_trace_keeps_them(make_user, monkeypatch, policy):
+    import time
+
+    from persona import selectors as persona_selectors
+
+    user = make_user()
+    fill(user, [line for lines in TOPICS.values() for line in lines])
+    similar = persona_selectors.similar_items
+
+    def slow_similar(**kw):  # 200 ms more in one part: the stopwatch must put them there
+        time.sleep(0.2)
+        return similar(**kw)
+
+    monkeypatch.setattr(persona_selectors, "similar_items", slow_similar)
+    recall = recall_for_query(user=user, query="What is my dog's name?", policy=policy)
+
+    parts = recall.timings_ms
+    assert list(parts) == ["query embedding", "STM pages", "profile and traits", MTM_PARTS[policy],
+                           "facts and agent traits", "segment visits", "trace"]
+    assert parts["facts and agent traits"] >= 200
+    assert all(ms < 200 for name, ms in parts.items() if name != "facts and agent traits")
+    # the trace keeps every part but its own writing, and they add up to the latency it records
+    stored = RetrievalTrace.objects.get(id=recall.trace.id)
+    assert stored.payload["timings_ms"] == {name: ms for name, ms in parts.items() if name != "trace"}
+    assert sum(stored.payload["timings_ms"].values()) == pytest.approx(stored.latency_ms, abs=0.5)
+
+    given = recall_for_query(user=user, query="my dog", query_vector=components.embedder().embed(["my dog"])[0],
+                             policy=policy, record_trace=False)
+    assert "query embedding" not in given.timings_ms and given.trace is None
 
 
 def test_unknown_policy_is_refused(make_user):

@@ -160,8 +160,10 @@ def test_recall_panel_shows_hybrid_utterances_and_unknown_kinds(ana_client):
     RetrievalTrace.objects.create(user=user, page=page, query=page.query, payload={
         "prompt": {"included": ["turn:u1", "future_kind:x"], "dropped": []},
         "turns": [{"id": "u1", "text": "Ana: I love opera", "dense": 0.61, "sparse": 0.4, "final": 0.72}],
+        "timings_ms": {"query embedding": 7.94, "utterances": 12.31},
     })
     html = client.get(f"/chat/turns/{page.id}/recall/", **HTMX).content.decode()
     assert "Things said earlier (mid-term)" in html and "Ana: I love opera" in html
     assert "dense" in html and "0.610" in html and "final" in html and "0.720" in html
     assert "future kind" in html
+    assert "query embedding 7.9 ms" in html and "utterances 12.3 ms" in html  # where the time went
