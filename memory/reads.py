@@ -18,11 +18,19 @@ from django.db.models import Model
 
 
 def rows(model: type[Model], fields: Sequence[str], *, equal: Mapping[str, Any],
-         order_by: Sequence[str] = (), limit: int | None = None) -> list[Any]:
+         among: Mapping[str, Sequence[Any]] | None = None, order_by: Sequence[str] = (),
+         limit: int | None = None) -> list[Any]:
     """Instances of `model` with only `fields` loaded, whose fields equal the values of `equal`
-    (a field name each, "user" for a foreign key), ordered by field names ("-seq": descending)."""
-    where = " AND ".join(f"{_column(model, name)} = %s" for name in equal)
+    (a field name each, "user" for a foreign key) and are among the values of `among`, ordered by
+    field names ("-seq": descending). An empty list in `among` matches nothing."""
+    among = among or {}
+    if any(not values for values in among.values()):
+        return []
+    where = " AND ".join([*(f"{_column(model, name)} = %s" for name in equal),
+                          *(f"{_column(model, name)} IN ({', '.join(['%s'] * len(values))})"
+                            for name, values in among.items())])
     params = [_prepared(model, name, value) for name, value in equal.items()]
+    params += [_prepared(model, name, value) for name, values in among.items() for value in values]
     return _select(model, fields, where, params, order_by=order_by, limit=limit)
 
 

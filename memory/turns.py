@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 import threading
 import uuid
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -28,11 +29,26 @@ from memory.models import DialoguePage, PageStatus, Tier
 TURN_NAMESPACE = uuid.UUID("6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10")
 INDEX_BATCH = 32
 # A turn point's id is derived from (page, position), so these payload fields never change for it.
-FIXED_FIELDS = ("seq", "pos", "speaker", "page_id")
+FIXED_FIELDS = ("seq", "pos", "speaker")
+
+
+class TurnFact(NamedTuple):
+    """What ranking needs of a turn point besides its scores. (The page is found by the user and
+    seq; keeping its id too made each entry twice as big.)"""
+
+    seq: int
+    pos: int
+    speaker: str
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> TurnFact:
+        # Speaker names repeat on every turn: one shared string each.
+        return cls(int(payload["seq"]), int(payload["pos"]), sys.intern(str(payload.get("speaker", ""))))
 
 
 class TurnFacts:
-    """The fixed payload of turn points, kept in memory by id (oldest entry out first).
+    """The fixed payload of turn points, kept in memory by id (oldest entry out first), about
+    0.2 kB an entry.
 
     A hybrid recall takes hundreds of candidates from each of three searches; reading their
     payloads back from the index costs about 15 µs a hit, three times what id and score cost.
@@ -47,25 +63,27 @@ class TurnFacts:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._facts: dict[str, dict[str, Any]] = {}
+        self._facts: dict[str, TurnFact] = {}
         self._source: weakref.ref | None = None  # the index the facts were read from
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._facts)
 
-    def get(self, index, *, user_id: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def get(self, index, *, user_id: str, ids: Sequence[str]) -> dict[str, TurnFact]:
         with self._lock:
             cached = self._bound_to(index)
             found = {key: facts for key in ids if (facts := cached.get(key)) is not None}
         missing = [key for key in ids if key not in found]
         if missing:
-            fetched = index.get_payloads(user_id=user_id, ids=missing, fields=FIXED_FIELDS)
+            fetched = {key: TurnFact.of(payload) for key, payload in
+                       index.get_payloads(user_id=user_id, ids=missing, fields=FIXED_FIELDS).items()
+                       if "seq" in payload and "pos" in payload}
             found.update(fetched)
             self.put(index, fetched)
         return found
 
-    def put(self, index, facts: dict[str, dict[str, Any]]) -> None:
+    def put(self, index, facts: dict[str, TurnFact]) -> None:
         """Keep the facts of points just read from, or just written to, `index`."""
         with self._lock:
             cached = self._bound_to(index)
@@ -75,7 +93,7 @@ class TurnFacts:
                 for key in list(itertools.islice(cached, excess)):
                     del cached[key]
 
-    def _bound_to(self, index) -> dict[str, dict[str, Any]]:
+    def _bound_to(self, index) -> dict[str, TurnFact]:
         """The facts, emptied first if they were read from another index (call with the lock)."""
         if self._source is None or self._source() is not index:
             self._facts.clear()
@@ -201,8 +219,7 @@ def index_turns(*, user_id: int, params: policy.HybridParams | None = None) -> i
         index = components.vector_index()
         index.upsert(points)
         # Maintenance knows the facts it has just written: the reply path need not read them back.
-        turn_facts().put(index, {point.id: {name: point.payload[name] for name in FIXED_FIELDS}
-                                 for point in points})
+        turn_facts().put(index, {point.id: TurnFact.of(point.payload) for point in points})
         with transaction.atomic():
             for page in pages:
                 DialoguePage.objects.filter(id=page.id).update(utterances=page.utterances, turns_indexed=True)
@@ -237,28 +254,30 @@ def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int,
     keys, speakers = _keys_and_speakers(facts)
     parts = policy.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=feedback, speakers=speakers,
                                named=named, params=params)
-    seq = np.fromiter((int(facts[key]["seq"]) for key in keys), dtype=np.int64, count=len(keys))
-    pos = np.fromiter((int(facts[key]["pos"]) for key in keys), dtype=np.int64, count=len(keys))
+    seq = np.fromiter((facts[key].seq for key in keys), dtype=np.int64, count=len(keys))
+    pos = np.fromiter((facts[key].pos for key in keys), dtype=np.int64, count=len(keys))
     final = policy.final_array(parts, seq, pos, params=params)
     ranked = policy.best_first(final, seq, pos, limit)
-    return _turn_items([(keys[i], policy.part_dict(parts, i), float(final[i])) for i in ranked],
+    return _turn_items(user, [(keys[i], policy.part_dict(parts, i), float(final[i])) for i in ranked],
                        facts, dense, sparse)
 
 
-def _keys_and_speakers(facts: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
+def _keys_and_speakers(facts: dict[str, TurnFact]) -> tuple[list[str], list[str]]:
     """The candidates in a fixed order, and who said each."""
     keys = list(facts)
-    return keys, [facts[key].get("speaker", "") for key in keys]
+    return keys, [facts[key].speaker for key in keys]
 
 
-def _turn_items(ranked: list[tuple[str, dict[str, float], float]], facts, dense, sparse) -> list[RecalledItem]:
+def _turn_items(user, ranked: list[tuple[str, dict[str, float], float]], facts: dict[str, TurnFact], dense,
+                sparse) -> list[RecalledItem]:
     """(key, parts, final score) best first → items with their utterance and score breakdown."""
-    page_ids = {facts[key]["page_id"] for key, _, _ in ranked}
-    pages = reads.by_pk(DialoguePage, page_ids, ("utterances", "segment", "timestamp"))
+    seqs = sorted({facts[key].seq for key, _, _ in ranked})
+    pages = {page.seq: page for page in reads.rows(DialoguePage, ("seq", "utterances", "segment", "timestamp"),
+                                                   equal={"user": user.pk}, among={"seq": seqs})}
     items = []
     for key, parts, final in ranked:
-        page = pages.get(facts[key]["page_id"])
-        pos = facts[key]["pos"]
+        page = pages.get(facts[key].seq)
+        pos = facts[key].pos
         if page is None or pos >= len(page.utterances):
             continue
         utt = page.utterances[pos]

@@ -167,9 +167,11 @@ MEMORYOS = {
     # LoCoMo evidence (BENCHMARKS.md); "memoryos": the paper's two-stage segment → page retrieval.
     "RECALL_POLICY": env("MEMORYOS_RECALL_POLICY", "hybrid"),
     "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
-    # Turn points whose fixed payload (seq, position, speaker, page) this process keeps in memory
-    # (about 0.4 kB each), so a hybrid recall reads only ids and scores from the index.
-    "TURN_FACTS_CACHE": env_int("MEMORYOS_TURN_FACTS_CACHE", 100_000),
+    # Turn points whose fixed payload (seq, position, speaker) this process keeps in memory (about
+    # 0.2 kB each, 80 MB full), so a hybrid recall reads only ids and scores from the index. A user
+    # with 100,000 pages has 200,000 turns or more: with fewer entries than the turns recalls draw
+    # on, they push each other out and every recall reads payloads again (15-30 µs a turn).
+    "TURN_FACTS_CACHE": env_int("MEMORYOS_TURN_FACTS_CACHE", 400_000),
     "PROMPT_TOKEN_BUDGET": env_int("MEMORYOS_PROMPT_TOKEN_BUDGET", 3000),
     "MAX_MESSAGE_CHARS": env_int("MEMORYOS_MAX_MESSAGE_CHARS", 4000),
     # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,

@@ -66,6 +66,18 @@ def test_rows_match_every_named_field_in_order_up_to_the_limit(make_user) -> Non
     assert [row.id for row in oldest_first] == [page.id for page in pages]
 
 
+def test_rows_among_values_keep_only_those_and_an_empty_list_matches_nothing(make_user) -> None:
+    user, other = make_user("a"), make_user("b")
+    pages_of(other, 3)
+    pages = pages_of(user, 4)
+
+    found = reads.rows(DialoguePage, ("seq",), equal={"user": user.pk}, among={"seq": [4, 2, 9]},
+                       order_by=("seq",))
+
+    assert [(row.id, row.seq) for row in found] == [(pages[1].id, 2), (pages[3].id, 4)]  # not the other's
+    assert reads.rows(DialoguePage, ("seq",), equal={"user": user.pk}, among={"seq": []}) == []
+
+
 def test_stm_items_leave_out_the_excluded_page_and_keep_the_capacity(make_user) -> None:
     user = make_user()
     pages = pages_of(user, 4)

@@ -190,7 +190,7 @@ class PayloadReadsCounted:
 
 
 def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_env):
-    from memory.turns import FIXED_FIELDS, TurnFacts, turn_point_id
+    from memory.turns import TurnFact, TurnFacts, turn_point_id
 
     tune(memory_env, STM_CAPACITY=1)
     ana, bob = make_user(), make_user()
@@ -206,11 +206,11 @@ def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_
     again = facts.get(counting, user_id=str(ana.pk), ids=ana_ids)
 
     assert set(found) == set(ana_ids)  # Bob's point is not Ana's to read
-    assert found[ana_ids[0]] == {"seq": 1, "pos": 0, "speaker": "Ana", "page_id": str(first.id)}
-    assert set(found[ana_ids[1]]) == set(FIXED_FIELDS)
+    assert found[ana_ids[0]] == TurnFact(seq=1, pos=0, speaker="Ana")
+    assert found[ana_ids[1]] == TurnFact(seq=1, pos=1, speaker="assistant")
     assert again == {key: found[key] for key in ana_ids}
     assert reads == [[*ana_ids, bob_id]]  # the second call came from memory
-    rewritten = {**found[ana_ids[0]], "speaker": "Ana Lopez"}  # a re-indexed page's new facts
+    rewritten = found[ana_ids[0]]._replace(speaker="Ana Lopez")  # a re-indexed page's new facts
     facts.put(counting, {ana_ids[0]: rewritten})
     assert facts.get(counting, user_id=str(ana.pk), ids=ana_ids)[ana_ids[0]] == rewritten
     assert len(reads) == 1 and len(facts) == 2
@@ -219,16 +219,16 @@ def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_
 def test_turn_facts_of_one_index_are_never_served_for_another():
     from memory.turns import TurnFacts
 
-    class OneStore:  # the same integer id names another page in each store (ids repeat)
-        def __init__(self, page_id: str) -> None:
-            self.page_id = page_id
+    class OneStore:  # the same integer id names another turn in each store (ids repeat)
+        def __init__(self, speaker: str) -> None:
+            self.speaker = speaker
 
         def get_payloads(self, *, user_id, ids, fields):
-            return {key: {"seq": 1, "pos": 0, "speaker": "Ana", "page_id": self.page_id} for key in ids}
+            return {key: {"seq": 1, "pos": 0, "speaker": self.speaker} for key in ids}
 
-    facts, old, new = TurnFacts(size=10), OneStore("old-page"), OneStore("new-page")
-    assert facts.get(old, user_id="1", ids=["1099511627776"])["1099511627776"]["page_id"] == "old-page"
-    assert facts.get(new, user_id="1", ids=["1099511627776"])["1099511627776"]["page_id"] == "new-page"
+    facts, old, new = TurnFacts(size=10), OneStore("Ana"), OneStore("Bob")
+    assert facts.get(old, user_id="1", ids=["1099511627776"])["1099511627776"].speaker == "Ana"
+    assert facts.get(new, user_id="1", ids=["1099511627776"])["1099511627776"].speaker == "Bob"
     assert len(facts) == 1
 
 
@@ -250,7 +250,7 @@ def test_turn_facts_keep_at_most_their_size_dropping_the_oldest(make_user, memor
 
 
 def test_maintenance_puts_the_facts_of_the_turns_it_indexes(make_user, memory_env, monkeypatch):
-    from memory.turns import turn_facts, turn_point_id
+    from memory.turns import TurnFact, turn_facts, turn_point_id
 
     tune(memory_env, STM_CAPACITY=1)
     user = make_user()
@@ -263,7 +263,7 @@ def test_maintenance_puts_the_facts_of_the_turns_it_indexes(make_user, memory_en
 
     found = turn_facts().get(index, user_id=str(user.pk), ids=[turn_point_id(page, 0)])
 
-    assert found == {turn_point_id(page, 0): {"seq": 2, "pos": 0, "speaker": "Ana", "page_id": str(page.id)}}
+    assert found == {turn_point_id(page, 0): TurnFact(seq=2, pos=0, speaker="Ana")}
     assert reads == []  # recall found them in memory: maintenance had put them there
 
 
