@@ -203,6 +203,13 @@ def _utterance_before(page: DialoguePage) -> dict | None:
     return said[-1] if said else None
 
 
+def remember_facts(index, points: Sequence[VectorPoint]) -> None:
+    """Keep the facts of turn points just written to `index`: whoever wrote them knows them, and
+    the reply path need not read them back."""
+    turn_facts().put(index, {point.id: TurnFact.of(point.payload) for point in points
+                             if point.payload.get("kind") == "turn"})
+
+
 def index_turns(*, user_id: int, params: policy.HybridParams | None = None) -> int:
     """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived)."""
     params = params or policy.HybridParams()
@@ -218,8 +225,7 @@ def index_turns(*, user_id: int, params: policy.HybridParams | None = None) -> i
         points = turn_points(pages, _utterance_before(pages[0]), params)
         index = components.vector_index()
         index.upsert(points)
-        # Maintenance knows the facts it has just written: the reply path need not read them back.
-        turn_facts().put(index, {point.id: TurnFact.of(point.payload) for point in points})
+        remember_facts(index, points)
         with transaction.atomic():
             for page in pages:
                 DialoguePage.objects.filter(id=page.id).update(utterances=page.utterances, turns_indexed=True)

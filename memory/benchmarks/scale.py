@@ -60,7 +60,7 @@ from memory.models import (
 )
 from memory.recall import EMBED_PART, RECALL_POLICIES, recall_for_query
 from memory.services import page_complete, page_point, page_start, page_text
-from memory.turns import turn_points
+from memory.turns import remember_facts, turn_points
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 TOPICS: dict[str, tuple[str, ...]] = {
@@ -349,9 +349,13 @@ class StoreBuilder:
         return points
 
     def _timed_upsert(self, points: list[VectorPoint]) -> None:
+        """Upsert, and keep the turn facts as index_turns does: the store is measured as the
+        server that indexed it holds it (a restarted one reads them back, recall by recall)."""
         started = time.perf_counter()
         if points:
-            components.vector_index().upsert(points)
+            index = components.vector_index()
+            index.upsert(points)
+            remember_facts(index, points)
         self.vector_seconds += time.perf_counter() - started
 
     def _persona(self) -> None:
