@@ -58,7 +58,7 @@ from memory.models import (
     bytes_to_vector,
     vector_to_bytes,
 )
-from memory.recall import EMBED_PART, RECALL_POLICIES, recall_for_query
+from memory.recall import EMBED_PART, MTM_PARTS, RECALL_POLICIES, TRACE_PART, VISITS_PART, recall_for_query
 from memory.services import page_complete, page_point, page_start, page_text
 from memory.turns import remember_facts, turn_points
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
@@ -590,11 +590,20 @@ def render_latency_table(runs: list[dict]) -> str:
 
 
 def render_stage_table(runs: list[dict]) -> str:
+    """One row per size, index and policy; a column per part, "p50 / p95"; the mid-term part is
+    the policy's own (segments then pages, or utterances)."""
+    columns = {EMBED_PART: "embedding", "STM pages": "STM", "profile and traits": "profile, traits",
+               "mid-term": "mid-term", "facts and agent traits": "facts, agent traits",
+               VISITS_PART: "visits", TRACE_PART: "trace"}
     rows = []
     for r in runs:
         for variant in ("plain", "hnsw"):
             for policy, timing in (r["latency"].get(variant) or {}).get("policies", {}).items():
-                rows += [[r["pages"], "yes" if variant == "hnsw" else "no", policy, part, t["p50"], t["p95"]]
-                         for part, t in timing.get("parts", {}).items()]
-    return common.render_table(["pages", "HNSW", "policy", "part of a recall", "p50", "p95"], rows,
-                               title="Where a recall's time goes, ms (as the recalls with a trace timed their parts)")
+                parts = {("mid-term" if name == MTM_PARTS.get(policy) else name): t
+                         for name, t in timing.get("parts", {}).items()}
+                rows.append([r["pages"], "yes" if variant == "hnsw" else "no", policy,
+                             *(f"{parts[name]['p50']:.1f} / {parts[name]['p95']:.1f}" if name in parts else "-"
+                               for name in columns)])
+    return common.render_table(["pages", "HNSW", "policy", *columns.values()], rows,
+                               title="Where a recall's time goes, p50 / p95 ms (the parts the traced recalls timed; "
+                                     "mid-term = segments then pages, or utterances)")

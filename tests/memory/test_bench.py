@@ -131,8 +131,10 @@ def test_scale_in_a_fresh_database_renders_tables(memory_env):
     text = out.getvalue()
     assert "Store size and ingest" in text and "Retrieval latency" in text
     stage_rows = text.split("Where a recall's time goes")[1].splitlines()
-    assert any("memoryos" in line and "segments, then pages" in line for line in stage_rows)
-    assert not any("utterances (hybrid)" in line for line in stage_rows)  # only the policies asked for
+    assert "mid-term" in stage_rows[0] and "embedding" in stage_rows[1]
+    assert any("memoryos" in line and line.count(" / ") == 7 for line in stage_rows)  # every part, p50 / p95
+    table = stage_rows[3:stage_rows.index("")]
+    assert table and all(" memoryos " in line for line in table)  # only the policy asked for
     row = next(line for line in text.splitlines() if line.lstrip().startswith("12 ") and "memoryos" in line)
     assert row.split()[1] == "no"
     # the benchmark's database was dropped and the test database is back
