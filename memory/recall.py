@@ -7,8 +7,10 @@ agent profile and the user's traits whole. Each item carries its score breakdown
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,14 +29,35 @@ from memory.engine.retrieval import Prompt, top_segments
 from memory.engine.similarity import jaccard
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, PageStatus, RetrievalTrace, Segment, Sona, Tier
-from memory.turns import recall_turns
+from memory.turns import keyword_turns, recall_turns
 
 RECALL_POLICIES = ("memoryos", "hybrid")
 # The parts of a recall, in the order they run, as Recall.timings_ms and the trace name them.
-EMBED_PART = "query embedding"
+# The query embedding runs beside the parts before it; its part is the wait for what they did
+# not hide (Recall.embedding_ms is the embedding's own time).
+KEYWORD_PART = "keyword search"
+EMBED_PART = "embedding wait"
 MTM_PARTS = {"memoryos": "segments, then pages", "hybrid": "utterances"}
 VISITS_PART = "segment visits"
 TRACE_PART = "trace"  # writing it, and the commit of the recall's writes
+
+
+@functools.cache
+def _embedding_threads() -> ThreadPoolExecutor:
+    # Several, so that an embedder that waits on the network (OpenAI) is not queued behind one
+    # request; the local model runs one query at a time under its own lock anyway.
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+
+
+def _embed_in_background(query: str) -> Future[tuple[list[float], float]]:
+    """The query's vector and the milliseconds its embedding took, computed on another thread;
+    an embedder's error is raised by result()."""
+    def embed() -> tuple[list[float], float]:
+        started = time.perf_counter()
+        vector = components.embedder().embed([query])[0]
+        return vector, round((time.perf_counter() - started) * 1000, 3)
+
+    return _embedding_threads().submit(embed)
 
 
 class _Stopwatch:
@@ -64,6 +87,7 @@ class Recall:
     # Each part's milliseconds, in order (EMBED_PART, "STM pages", ..., TRACE_PART); the trace
     # stores all but its own writing, and they add up to its latency_ms.
     timings_ms: dict[str, float] = field(default_factory=dict)
+    embedding_ms: float | None = None  # the query embedding's own time, beside the first parts
 
     def record_prompt(self, prompt: Prompt) -> None:
         """Add what entered the prompt, and its size, to the stored trace."""
@@ -239,22 +263,28 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
         raise ValueError(f"unknown recall policy {policy!r}; choose one of {', '.join(RECALL_POLICIES)}")
     from persona import selectors as persona_selectors
 
-    # (Embedding on a side thread while the database is read was tried twice: the frozen
-    # TorchScript graph holds the GIL, so nothing overlapped; ONNX Runtime releases it for the
-    # forward, but tokenising and pooling hold it, and the reads waited on it: recall at 10,000
-    # pages went from p50 43.5 / p95 51.2 ms to 44.6 / 64.7.)
-    qvec = query_vector
-    if qvec is None:
-        qvec = components.embedder().embed([query])[0]
-        watch.lap(EMBED_PART)
+    # The query is embedded on another thread while what needs no vector is read: STM, the
+    # profile and, under the hybrid policy, the BM25 list, which at 100,000 pages takes as long as
+    # the embedding. ONNX Runtime releases the GIL for the forward pass (Edge's searches and the
+    # database reads hold it), so the two run at once on two cores. (With the TorchScript
+    # encoder, which holds the GIL, and only the database reads beside it, this was slower.)
+    embedding = _embed_in_background(query) if query_vector is None else None
     stm = _stm_items(user, exclude_page_id, params.stm_capacity)
     watch.lap("STM pages")
     fixed = persona_selectors.fixed_items(user=user, sona=sona)
     watch.lap("profile and traits")
     qkeywords = offline.extract_keywords(query)
+    keyword_hits = None
+    if policy == "hybrid":
+        keyword_hits = keyword_turns(user=user, query=query, tiers=turn_tiers)
+        watch.lap(KEYWORD_PART)
+    qvec, embedding_ms = query_vector, None
+    if embedding is not None:
+        qvec, embedding_ms = embedding.result()
+        watch.lap(EMBED_PART)
     if policy == "hybrid":
         mtm = recall_turns(user=user, query=query, query_vector=qvec, limit=settings.MEMORYOS["TOP_K_TURNS"],
-                           tiers=turn_tiers)
+                           tiers=turn_tiers, sparse=keyword_hits)
         chosen, rows, considered = _segments_of_turns(user, mtm, qkeywords, now, params)
     else:
         chosen, rows, considered = _segment_stage(user, qvec, qkeywords, now, params)
@@ -283,8 +313,9 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                     "policy": policy,
                     "params": {"top_m": params.top_m_segments, "top_k": params.top_k_pages},
                     "timings_ms": dict(watch.parts),
+                    "embedding_ms": embedding_ms,
                 },
             )
     watch.lap(TRACE_PART)
     return Recall(query=query, items=items, trace=trace, segments=considered, latency_ms=latency_ms,
-                  timings_ms=watch.parts)
+                  timings_ms=watch.parts, embedding_ms=embedding_ms)

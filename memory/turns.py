@@ -232,18 +232,32 @@ def index_turns(*, user_id: int, params: policy.HybridParams | None = None) -> i
         done += len(pages)
 
 
+def _turn_scope(tiers: Sequence[str]) -> dict[str, Any]:
+    return {"match_any": {"tier": list(tiers)}, "kind": "turn", "fields": ()}
+
+
+def keyword_turns(*, user, query: str, tiers: Sequence[str] = (Tier.MTM,),
+                  params: policy.HybridParams | None = None) -> dict[str, float]:
+    """The BM25 list of the hybrid policy: turn id -> score. It needs no query vector, so recall
+    runs it while the query is being embedded."""
+    params = params or policy.HybridParams()
+    return {hit.id: hit.score for hit in components.vector_index().search_text(
+        user_id=str(user.pk), text=query, limit=params.candidates, **_turn_scope(tiers))}
+
+
 def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int,
                  tiers: Sequence[str] = (Tier.MTM,), params: policy.HybridParams | None = None,
-                 ) -> list[RecalledItem]:
-    """The best utterances by the hybrid score, each with its breakdown."""
+                 sparse: dict[str, float] | None = None) -> list[RecalledItem]:
+    """The best utterances by the hybrid score, each with its breakdown. `sparse` is the query's
+    keyword_turns when the caller has it already."""
     params = params or policy.HybridParams()
     index = components.vector_index()
     user_id = str(user.pk)
-    scope = {"match_any": {"tier": list(tiers)}, "kind": "turn", "fields": ()}
+    scope = _turn_scope(tiers)
     dense = {hit.id: hit.score for hit in
              index.search(user_id=user_id, vector=query_vector, limit=params.candidates, **scope)}
-    sparse = {hit.id: hit.score for hit in
-              index.search_text(user_id=user_id, text=query, limit=params.candidates, **scope)}
+    if sparse is None:
+        sparse = keyword_turns(user=user, query=query, tiers=tiers, params=params)
     facts = turn_facts().get(index, user_id=user_id, ids=list({**dense, **sparse}))
     if not facts:
         return []

@@ -78,9 +78,11 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
         for policy, timing in latency["policies"].items():
             assert timing["recall"]["n"] == 4 and 0 < timing["recall"]["p50"] <= timing["recall"]["p95"]
             # the parts the traced recalls timed themselves, in the order they ran
-            assert list(timing["parts"]) == ["query embedding", "STM pages", "profile and traits",
+            keywords = ["keyword search"] if policy == "hybrid" else []
+            assert list(timing["parts"]) == ["STM pages", "profile and traits", *keywords, "embedding wait",
                                              MTM_PARTS[policy], "facts and agent traits", "segment visits", "trace"]
             assert all(part["n"] == 4 and part["p50"] > 0 for part in timing["parts"].values())
+            assert timing["embedding"]["n"] == 4 and timing["embedding"]["p50"] > 0
             assert sum(part["mean"] for part in timing["parts"].values()) <= timing["recall"]["mean"] * 1.01
         assert latency["search_all_turns"]["n"] == 4
     assert size["write"]["n"] == 2 and size["write"]["pages_per_s"] > 0

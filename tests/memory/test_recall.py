@@ -159,7 +159,8 @@ def test_recall_times_its_parts_and_the_trace_keeps_them(make_user, monkeypatch,
     recall = recall_for_query(user=user, query="What is my dog's name?", policy=policy)
 
     parts = recall.timings_ms
-    assert list(parts) == ["query embedding", "STM pages", "profile and traits", MTM_PARTS[policy],
+    keywords = ["keyword search"] if policy == "hybrid" else []
+    assert list(parts) == ["STM pages", "profile and traits", *keywords, "embedding wait", MTM_PARTS[policy],
                            "facts and agent traits", "segment visits", "trace"]
     assert parts["facts and agent traits"] >= 200
     assert all(ms < 200 for name, ms in parts.items() if name != "facts and agent traits")
@@ -167,10 +168,53 @@ def test_recall_times_its_parts_and_the_trace_keeps_them(make_user, monkeypatch,
     stored = RetrievalTrace.objects.get(id=recall.trace.id)
     assert stored.payload["timings_ms"] == {name: ms for name, ms in parts.items() if name != "trace"}
     assert sum(stored.payload["timings_ms"].values()) == pytest.approx(stored.latency_ms, abs=0.5)
+    assert stored.payload["embedding_ms"] == recall.embedding_ms > 0
 
     given = recall_for_query(user=user, query="my dog", query_vector=components.embedder().embed(["my dog"])[0],
                              policy=policy, record_trace=False)
-    assert "query embedding" not in given.timings_ms and given.trace is None
+    assert "embedding wait" not in given.timings_ms and given.embedding_ms is None and given.trace is None
+
+
+def test_the_query_is_embedded_on_another_thread_while_the_keyword_list_is_read(make_user, monkeypatch):
+    import threading
+
+    from memory import recall as recall_module
+
+    user = make_user()
+    fill(user, [line for lines in TOPICS.values() for line in lines])
+    searched = threading.Event()
+    keyword_turns = recall_module.keyword_turns
+
+    def keyword_turns_then_signal(**kw):
+        hits = keyword_turns(**kw)
+        searched.set()
+        return hits
+
+    embedder = components.embedder()
+    embed, seen = embedder.embed, {}
+
+    def embed_once_searched(texts):  # done one after the other, this waits out its timeout
+        seen["thread"], seen["overlapped"] = threading.current_thread(), searched.wait(timeout=10)
+        return embed(texts)
+
+    monkeypatch.setattr(recall_module, "keyword_turns", keyword_turns_then_signal)
+    monkeypatch.setattr(embedder, "embed", embed_once_searched)
+    recall = recall_for_query(user=user, query="What is my dog's name?", policy="hybrid")
+
+    assert seen["overlapped"] and seen["thread"] is not threading.current_thread()
+    assert "Max" in next(item for item in recall.items if item.kind == "turn").text
+
+
+def test_an_embedder_failure_reaches_the_caller(make_user, monkeypatch):
+    user = make_user()
+    fill(user, TOPICS["dog"])
+
+    def broken(texts):
+        raise RuntimeError("embedder down")
+
+    monkeypatch.setattr(components.embedder(), "embed", broken)
+    with pytest.raises(RuntimeError, match="embedder down"):
+        recall_for_query(user=user, query="my dog", policy="hybrid")
 
 
 def test_unknown_policy_is_refused(make_user):
