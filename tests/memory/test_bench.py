@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import io
 import json
+import types
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from memory import components
 from memory.benchmarks import common, qa
+from memory.management.commands import bench
 from memory.management.commands.bench import BenchmarkUnavailable, load
 from memory.models import DialoguePage
 from memory.recall import MTM_PARTS
@@ -43,6 +47,24 @@ def test_percentiles_and_table():
 def test_missing_benchmark_module_is_reported():
     with pytest.raises(BenchmarkUnavailable, match="not installed"):
         load("no_such_benchmark")
+
+
+def test_benchmarks_run_without_debug_query_logging(monkeypatch, settings):
+    """Measured as deployed: with DEBUG on every statement would also be timed and kept."""
+    seen = {}
+
+    def run(options, stdout):
+        seen["debug"], seen["logged"] = django_settings.DEBUG, connection.queries_logged
+        return {}
+
+    fake = types.SimpleNamespace(add_arguments=lambda parser: None, run=run, render=lambda result: "done")
+    monkeypatch.setattr(bench, "load", lambda name: fake)
+    settings.DEBUG = True
+    out = io.StringIO()
+    call_command("bench", "embed", stdout=out, stderr=io.StringIO())
+
+    assert seen == {"debug": False, "logged": False} and out.getvalue().strip() == "done"
+    assert django_settings.DEBUG and connection.queries_logged  # restored afterwards
 
 
 @pytest.mark.parametrize(("prediction", "gold", "category", "f1", "bleu"), [
