@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 import uuid
 from collections.abc import Sequence
@@ -190,18 +191,30 @@ def _sync_vectors(user_id: int, points: list[VectorPoint], dropped: list[str]) -
         index.delete(user_id=str(user_id), ids=dropped)
 
 
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+KEEP = _Keep.KEEP  # profile_update's birth year when the call leaves it as it is
+
+
 def profile_update(*, user, name: str | None = None, gender: str | None = None,
-                   birth_year: int | None = None) -> UserProfile:
-    """The static profile; only the fields given change."""
-    if birth_year is not None and not 1900 <= birth_year <= timezone.now().year:
+                   birth_year: int | None | _Keep = KEEP) -> UserProfile:
+    """The static profile; only the fields given change. A name or gender of "" clears it, and
+    so does a birth year of None (the form's empty field): a birth year, once given, can be
+    taken back."""
+    if isinstance(birth_year, int) and not 1900 <= birth_year <= timezone.now().year:
         raise ValueError(f"Birth year {birth_year} is out of range.")
     with transaction.atomic():
         profile, _ = UserProfile.objects.select_for_update().get_or_create(user=user)
         changed = []
-        for attr, value in (("name", name), ("gender", gender), ("birth_year", birth_year)):
+        for attr, value in (("name", name), ("gender", gender)):
             if value is not None:
-                setattr(profile, attr, value.strip() if isinstance(value, str) else value)
+                setattr(profile, attr, value.strip())
                 changed.append(attr)
+        if birth_year is not KEEP:
+            profile.birth_year = birth_year
+            changed.append("birth_year")
         if changed:
             profile.save(update_fields=changed + ["updated_at"])
             graph.event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile",

@@ -9,6 +9,7 @@ from django.test import Client
 from memory.models import DialoguePage, Sona, Tier
 from memory.services import sona_get_or_create, turn_run
 from persona.models import UserProfile
+from persona.services import profile_update
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -57,6 +58,32 @@ def test_profile_card_saves_through_profile_update(ana_client):
     profile = UserProfile.objects.get(user=user)
     assert (profile.name, profile.gender, profile.birth_year) == ("Ana", "female", 1990)
     assert b'id="profile-card"' not in client.get("/").content
+
+
+@pytest.mark.django_db
+def test_the_profile_form_can_take_a_birth_year_back(ana_client):
+    user, client = ana_client
+    client.post("/persona/profile/", {"name": "Ana", "gender": "female", "birth_year": "1990"})
+    assert "born: 1990" in UserProfile.objects.get(user=user).as_text()
+
+    response = client.post("/persona/profile/", {"name": "Ana", "gender": "female", "birth_year": ""})
+
+    assert response.status_code == 302
+    profile = UserProfile.objects.get(user=user)
+    assert (profile.name, profile.gender, profile.birth_year) == ("Ana", "female", None)
+    assert "born" not in profile.as_text()
+
+
+@pytest.mark.django_db
+def test_profile_update_leaves_the_birth_year_unless_it_is_named(make_user):
+    user = make_user()
+    profile_update(user=user, name="Ana", birth_year=1990)
+    profile_update(user=user, gender="female")
+    assert UserProfile.objects.get(user=user).birth_year == 1990
+    profile_update(user=user, birth_year=None)
+    assert UserProfile.objects.get(user=user).birth_year is None
+    with pytest.raises(ValueError, match="out of range"):
+        profile_update(user=user, birth_year=1800)
 
 
 @pytest.mark.django_db
