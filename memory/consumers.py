@@ -78,6 +78,7 @@ _buckets_lock = threading.Lock()
 
 
 def rate_limit_take(user_id: int) -> float:
+    """This process's bucket of the user (no Redis, or Redis failing)."""
     cfg = chat_settings()
     with _buckets_lock:
         bucket = _buckets.get(user_id)
@@ -87,9 +88,78 @@ def rate_limit_take(user_id: int) -> float:
         return bucket.take()
 
 
+# The same bucket as TokenBucket.take, kept in a Redis hash per user and updated atomically, so
+# that several server processes share it. Redis's clock, not the processes', measures the refill.
+# Lua numbers come back from Redis as integers, so the wait returns as a string.
+_SHARED_TAKE = """
+local capacity, rate, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'updated')
+local tokens = tonumber(state[1]) or capacity
+local updated = tonumber(state[2]) or now
+tokens = math.min(capacity, tokens + math.max(0, now - updated) * rate)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+elseif rate > 0 then
+  wait = math.min((1 - tokens) / rate, 3600)
+else
+  wait = 3600
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'updated', tostring(now))
+redis.call('EXPIRE', KEYS[1], ttl)
+return tostring(wait)
+"""
+# A client per event loop: redis.asyncio connections belong to the loop that opened them.
+_shared_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+
+def _rate_key(user_id: int) -> str:
+    return f"{chat_settings()['RATE_KEY_PREFIX']}:rate:{user_id}"
+
+
+async def rate_limit_wait(user_id: int) -> float:
+    """0 when the user's frame may pass (and it is counted), else the seconds until one may.
+
+    With Redis configured the bucket is shared by every server process; if Redis fails, this
+    process's own bucket decides, so a flood is still limited and no frame waits on the outage."""
+    cfg = chat_settings()
+    url = cfg.get("RATE_REDIS_URL")
+    if not url:
+        return rate_limit_take(user_id)
+    burst = float(max(cfg["RATE_BURST"], 1))
+    rate = max(cfg["RATE_PER_MINUTE"], 0.0) / 60.0
+    idle_s = int(burst / rate) + 60 if rate else 3600  # a full bucket needs no key
+    try:
+        loop = asyncio.get_running_loop()
+        take = _shared_clients.get(loop)
+        if take is None:
+            import redis.asyncio
+
+            take = _shared_clients[loop] = redis.asyncio.Redis.from_url(
+                url, socket_timeout=1.0, socket_connect_timeout=1.0).register_script(_SHARED_TAKE)
+        return float(await take(keys=[_rate_key(user_id)], args=[burst, rate, idle_s]))
+    except Exception as exc:  # Redis down or slow: limit per process rather than not at all
+        log.warning("event=rate_limit_shared_failed user=%s error=%r", user_id, exc)
+        return rate_limit_take(user_id)
+
+
 def rate_limits_reset() -> None:
+    """Every bucket full again: this process's, and the shared ones under this prefix (tests)."""
     with _buckets_lock:
         _buckets.clear()
+    url = chat_settings().get("RATE_REDIS_URL")
+    if url:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=2.0)
+        try:
+            keys = list(client.scan_iter(match=_rate_key("*"), count=1000))
+            if keys:
+                client.delete(*keys)
+        finally:
+            client.close()
 
 
 # --- turns -----------------------------------------------------------------------------------
@@ -236,7 +306,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error("internal", "The server could not handle that message; please try again.")
 
     async def _decode(self, text_data: str | None, bytes_data: bytes | None) -> dict | None:
-        wait = rate_limit_take(self.user_id)
+        wait = await rate_limit_wait(self.user_id)
         if wait:
             await self.send_error("rate_limited", f"You are sending messages too fast. Please wait "
                                   f"{max(1, round(wait))} s before sending another.", retry_after=wait)

@@ -202,6 +202,10 @@ MEMORYOS_CHAT = {
     "RATE_PER_MINUTE": env_float("MEMORYOS_CHAT_RATE_PER_MINUTE", 20.0),
     "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
     "HISTORY_LIMIT": env_int("MEMORYOS_CHAT_HISTORY_LIMIT", 200),
+    # With Redis every server process draws a user's frames from one bucket kept there (a
+    # process falls back to its own bucket while Redis fails); without it, a bucket per process.
+    "RATE_REDIS_URL": REDIS_URL,
+    "RATE_KEY_PREFIX": env("MEMORYOS_CHANNEL_PREFIX") or "memoryos",
 }
 # Several deployments (or test runs) can share one Redis server under different key prefixes.
 if REDIS_URL and env("MEMORYOS_CHANNEL_PREFIX"):
