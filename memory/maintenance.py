@@ -34,7 +34,7 @@ from memory.models import (
     UserMemoryState,
     vector_to_bytes,
 )
-from memory.services import _embed_or_none, _lock_state, page_point, page_text
+from memory.services import _embed_or_none, _lock_state, page_point, page_text, pages_interrupted_complete
 from memory.turns import index_turns, turn_point_ids
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ SUMMARY_PAGES = 12
 
 @dataclass
 class MaintenanceReport:
+    interrupted: int = 0  # pages of stopped turns completed without a reply
     embedded: int = 0
     turns_indexed: int = 0
     chained: int = 0
@@ -90,6 +91,7 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     report = MaintenanceReport()
     with _user_locks[user_id]:
         try:
+            report.interrupted = pages_interrupted_complete(user_id=user_id, now=now)
             report.embedded = _embed_missing(user_id)
             if index_turns_now:
                 report.turns_indexed = index_turns(user_id=user_id)

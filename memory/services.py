@@ -9,7 +9,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 User = get_user_model()
 
 OFFLINE_MODEL_NAME = "offline-engine"
+# The reply_model of a page whose turn stopped before its reply was stored (pages_interrupted_complete).
+INTERRUPTED_MODEL_NAME = "interrupted"
 SYSTEM_PROMPT = (
     "You are {sona}, a personal assistant with a long-term memory of this user. Use the memory below "
     "when it is relevant; say so when you do not remember something instead of guessing. Reply briefly."
@@ -106,6 +108,19 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
         graph.event_record(user_id=user.pk, kind=LifecycleEvent.Kind.PAGE_ADDED, subject_id=page.id,
                            seq=page.seq, sona=sona.name if sona else None)
     return page
+
+
+def pages_interrupted_complete(*, user_id: int, now: datetime | None = None) -> int:
+    """Complete the user's pages left awaiting a reply longer than PENDING_TIMEOUT_S (their turn's
+    process stopped mid-turn) with no reply, so that the message is recalled, moves through the
+    tiers and is indexed like any other. Returns how many."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
+    stale = list(DialoguePage.objects.select_related("user").filter(
+        user_id=user_id, status=PageStatus.PENDING, created_at__lt=cutoff).order_by("seq"))
+    for page in stale:
+        page_complete(page=page, response="", reply_model=INTERRUPTED_MODEL_NAME, schedule=False)
+        log.warning("event=page_interrupted_completed user=%s page=%s seq=%s", user_id, page.id, page.seq)
+    return len(stale)
 
 
 def page_text(query: str, response: str, reply_model: str = "") -> str:

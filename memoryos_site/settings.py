@@ -177,6 +177,10 @@ MEMORYOS = {
     # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,
     # imports); "off": only `manage.py maintenance` runs it.
     "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "thread"),
+    # A page still awaiting its reply this long after it was stored belongs to a turn whose process
+    # stopped (a live turn ends within the LLM's timeout and retries); maintenance completes it
+    # without a reply so that the user's words still enter memory.
+    "PENDING_TIMEOUT_S": env_float("MEMORYOS_PENDING_TIMEOUT_S", 900.0),
 }
 QDRANT_URL = env("QDRANT_URL")
 QDRANT_API_KEY = env("QDRANT_API_KEY") or None

@@ -77,3 +77,30 @@ def test_reindex_rebuilds_vectors_from_the_database(make_user, monkeypatch):
     assert "page=2" in out and "turn_pages=2" in out
     assert index.count(user_id=user_id, kind="page") == 2
     assert index.count(user_id=user_id, kind="turn") == turns
+
+
+def test_after_a_crash_the_maintenance_command_completes_the_stopped_turns_and_the_chat_says_so(make_user):
+    from datetime import timedelta
+
+    from django.test import Client
+    from django.utils import timezone
+
+    from memory.models import PageStatus, UserMemoryState
+    from memory.services import page_start
+
+    user, bystander = make_user("crashed"), make_user("bystander")
+    page = page_start(user=user, query="Remind me that the boiler service is on Tuesday.")
+    DialoguePage.objects.filter(id=page.id).update(created_at=timezone.now() - timedelta(hours=1))
+    page_start(user=bystander, query="A turn still running.")
+    assert not UserMemoryState.objects.filter(user=user, maintenance_due=True).exists()  # nothing marked it
+
+    out = run("maintenance")
+
+    assert f"user={user.pk} interrupted=1 " in out and f"user={bystander.pk} " not in out
+    page.refresh_from_db()
+    assert page.status == PageStatus.COMPLETE and page.reply_model == "interrupted"
+    client = Client()
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    assert "Remind me that the boiler service is on Tuesday." in html
+    assert "the server stopped before answering" in html

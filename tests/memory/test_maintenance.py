@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
 from memory import components
 from memory.maintenance import maintenance_run, page_move_to_mtm
 from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, PageStatus, Segment, Tier, UserMemoryState
-from memory.services import page_complete, page_start
+from memory.recall import recall_for_query
+from memory.services import INTERRUPTED_MODEL_NAME, page_complete, page_start
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
 
 pytestmark = pytest.mark.usefixtures("memory_env")
@@ -190,6 +193,34 @@ def test_pending_pages_are_not_moved(make_user, memory_env):
     assert pending.tier == Tier.STM and pending.status == PageStatus.PENDING
     assert DialoguePage.objects.filter(user=user, tier=Tier.STM, status=PageStatus.COMPLETE).count() == 1
     assert timezone.now() >= pending.timestamp
+
+
+def stopped_mid_turn(user, query: str, *, minutes_ago: float) -> DialoguePage:
+    """A page stored as a turn began whose process then stopped: it awaits a reply for good."""
+    page = page_start(user=user, query=query)
+    DialoguePage.objects.filter(id=page.id).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
+    return page
+
+
+def test_a_turn_that_stopped_mid_reply_still_enters_memory(make_user, memory_env):
+    tune(memory_env, PENDING_TIMEOUT_S=600)
+    user = make_user()
+    stopped = stopped_mid_turn(user, "My sister Ines is moving to Lisbon in June.", minutes_ago=11)
+    live = stopped_mid_turn(user, "What should I pack for the move?", minutes_ago=1)
+
+    report = maintenance_run(user_id=user.pk)
+
+    stopped.refresh_from_db(), live.refresh_from_db()
+    assert report.interrupted == 1
+    assert (stopped.status, stopped.response, stopped.reply_model) == (PageStatus.COMPLETE, "", INTERRUPTED_MODEL_NAME)
+    assert live.status == PageStatus.PENDING  # may still be replying
+    recalled = recall_for_query(user=user, query="Where is Ines moving?", policy="hybrid",
+                                turn_tiers=(Tier.STM, Tier.MTM))
+    assert any(item.kind == "stm_page" and "Lisbon" in item.text for item in recalled.items)
+    # its utterance is indexed: the user's words alone, no empty reply beside them
+    assert [item.text for item in recalled.items if item.kind == "turn"] == [
+        f"{user.get_username()}: My sister Ines is moving to Lisbon in June."]
+    assert maintenance_run(user_id=user.pk).interrupted == 0  # done once
 
 
 def test_promotion_reads_only_pages_new_since_the_last_or_else_the_latest(make_user, memory_env, monkeypatch):

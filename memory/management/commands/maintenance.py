@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from memory.maintenance import maintenance_run
-from memory.models import UserMemoryState
+from memory.models import DialoguePage, PageStatus, UserMemoryState
 from memory.services import MemoryInputError, user_get
 
 
@@ -22,8 +26,15 @@ class Command(BaseCommand):
             except MemoryInputError as exc:
                 raise CommandError(str(exc)) from None
         else:
-            user_ids = list(UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True))
+            # Due, or holding a page whose turn stopped before its reply (a crash between the
+            # message being stored and the reply: nothing marked maintenance due).
+            cutoff = timezone.now() - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
+            due = UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True)
+            stopped = DialoguePage.objects.filter(status=PageStatus.PENDING, created_at__lt=cutoff).values_list(
+                "user_id", flat=True)
+            user_ids = sorted(set(due) | set(stopped))
         for user_id in user_ids:
             report = maintenance_run(user_id=user_id)
-            self.stdout.write(f"user={user_id} moved={report.moved} new_segments={report.created_segments} "
-                              f"evicted={len(report.evicted)} promoted={len(report.promoted)}")
+            self.stdout.write(f"user={user_id} interrupted={report.interrupted} moved={report.moved} "
+                              f"new_segments={report.created_segments} evicted={len(report.evicted)} "
+                              f"promoted={len(report.promoted)}")
