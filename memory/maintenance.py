@@ -91,7 +91,8 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     report = MaintenanceReport()
     with _user_locks[user_id]:
         try:
-            report.interrupted = pages_interrupted_complete(user_id=user_id, now=now)
+            # Wall-clock time: `now` is the conversation's time during an import.
+            report.interrupted = pages_interrupted_complete(user_id=user_id)
             report.embedded = _embed_missing(user_id)
             if index_turns_now:
                 report.turns_indexed = index_turns(user_id=user_id)
