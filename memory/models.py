@@ -147,6 +147,8 @@ class DialoguePage(models.Model):
             models.Index(fields=["user", "seq"], condition=Q(chain_done=False), name="page_chain_todo"),
             models.Index(fields=["user", "seq"], condition=Q(turns_indexed=False), name="page_turns_todo"),
             models.Index(fields=["user", "seq"], condition=Q(embedding=b""), name="page_embed_todo"),
+            # Pages awaiting their reply: the live turns, and those of turns that stopped.
+            models.Index(fields=["user", "created_at"], condition=Q(status="pending"), name="page_pending"),
             models.Index(fields=["chain_id", "seq"], name="page_chain"),
             models.Index(fields=["segment", "seq"], name="page_segment_seq"),
         ]
