@@ -91,7 +91,7 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     report = MaintenanceReport()
     with _user_locks[user_id]:
         try:
-            # Wall-clock time: `now` is the conversation's time during an import.
+            # By wall-clock time, not `now` (an import's maintenance runs at the conversation's time).
             report.interrupted = pages_interrupted_complete(user_id=user_id)
             report.embedded = _embed_missing(user_id)
             if index_turns_now:

@@ -69,6 +69,11 @@ class PageStatus(models.TextChoices):
     COMPLETE = "complete", "complete"
 
 
+# The reply_model of a page whose turn stopped before its reply was stored
+# (services.pages_interrupted_complete).
+INTERRUPTED_MODEL_NAME = "interrupted"
+
+
 class Segment(models.Model):
     class Status(models.TextChoices):
         ACTIVE = "active", "active"
@@ -160,6 +165,11 @@ class DialoguePage(models.Model):
     @property
     def text(self) -> str:
         return f"User: {self.query}\nAssistant: {self.response}".strip()
+
+    @property
+    def interrupted(self) -> bool:
+        """Completed by maintenance without a reply: the turn's process stopped mid-turn."""
+        return self.reply_model == INTERRUPTED_MODEL_NAME
 
     def to_engine(self) -> PageView:
         return PageView(

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory import components, graph
@@ -21,15 +22,22 @@ from memory.engine import offline
 from memory.engine.graph import content_id
 from memory.engine.ports import ModelError, VectorPoint
 from memory.engine.retrieval import Prompt, assemble_prompt
-from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus, Sona, UserMemoryState, vector_to_bytes
+from memory.models import (
+    INTERRUPTED_MODEL_NAME,
+    DialoguePage,
+    LifecycleEvent,
+    MemoryNode,
+    PageStatus,
+    Sona,
+    UserMemoryState,
+    vector_to_bytes,
+)
 from memory.recall import Recall, recall_for_query, recall_stm_only
 
 log = logging.getLogger(__name__)
 User = get_user_model()
 
 OFFLINE_MODEL_NAME = "offline-engine"
-# The reply_model of a page whose turn stopped before its reply was stored (pages_interrupted_complete).
-INTERRUPTED_MODEL_NAME = "interrupted"
 SYSTEM_PROMPT = (
     "You are {sona}, a personal assistant with a long-term memory of this user. Use the memory below "
     "when it is relevant; say so when you do not remember something instead of guessing. Reply briefly."
@@ -110,13 +118,17 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
     return page
 
 
-def pages_interrupted_complete(*, user_id: int, now: datetime | None = None) -> int:
-    """Complete the user's pages left awaiting a reply longer than PENDING_TIMEOUT_S (their turn's
-    process stopped mid-turn) with no reply, so that the message is recalled, moves through the
-    tiers and is indexed like any other. Returns how many."""
-    cutoff = (now or timezone.now()) - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
-    stale = list(DialoguePage.objects.select_related("user").filter(
-        user_id=user_id, status=PageStatus.PENDING, created_at__lt=cutoff).order_by("seq"))
+def stopped_turn_pages() -> QuerySet[DialoguePage]:
+    """Pages still awaiting their reply PENDING_TIMEOUT_S after they were stored (wall-clock
+    time): their turn's process stopped mid-turn. Read through the partial index `page_pending`."""
+    cutoff = timezone.now() - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
+    return DialoguePage.objects.filter(status=PageStatus.PENDING, created_at__lt=cutoff)
+
+
+def pages_interrupted_complete(*, user_id: int) -> int:
+    """Complete the user's stopped_turn_pages with no reply, so that the message is recalled,
+    moves through the tiers and is indexed like any other. Returns how many."""
+    stale = list(stopped_turn_pages().select_related("user").filter(user_id=user_id).order_by("seq"))
     for page in stale:
         page_complete(page=page, response="", reply_model=INTERRUPTED_MODEL_NAME, schedule=False)
         log.warning("event=page_interrupted_completed user=%s page=%s seq=%s", user_id, page.id, page.seq)

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from tests.openai_server import openai_server  # noqa: F401  (re-exported fixture)
+
+def stopped_mid_turn(user, query: str, *, minutes_ago: float):
+    """A page stored as a turn began whose process then stopped: it awaits a reply for good."""
+    from django.utils import timezone
+
+    from memory.models import DialoguePage
+    from memory.services import page_start
+
+    page = page_start(user=user, query=query)
+    DialoguePage.objects.filter(id=page.id).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
+    return page
 
 
 @pytest.fixture

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from memory import components
-from memory.models import DialoguePage, Tier
+from memory.models import DialoguePage, PageStatus, Tier, UserMemoryState
 from persona.models import KnowledgeFact
+from tests.conftest import stopped_mid_turn
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo_dev2.json"
@@ -80,25 +82,16 @@ def test_reindex_rebuilds_vectors_from_the_database(make_user, monkeypatch):
 
 
 def test_after_a_crash_the_maintenance_command_completes_the_stopped_turns_and_the_chat_says_so(make_user):
-    from datetime import timedelta
-
-    from django.test import Client
-    from django.utils import timezone
-
-    from memory.models import PageStatus, UserMemoryState
-    from memory.services import page_start
-
     user, bystander = make_user("crashed"), make_user("bystander")
-    page = page_start(user=user, query="Remind me that the boiler service is on Tuesday.")
-    DialoguePage.objects.filter(id=page.id).update(created_at=timezone.now() - timedelta(hours=1))
-    page_start(user=bystander, query="A turn still running.")
+    page = stopped_mid_turn(user, "Remind me that the boiler service is on Tuesday.", minutes_ago=60)
+    stopped_mid_turn(bystander, "A turn still running.", minutes_ago=1)
     assert not UserMemoryState.objects.filter(user=user, maintenance_due=True).exists()  # nothing marked it
 
     out = run("maintenance")
 
     assert f"user={user.pk} interrupted=1 " in out and f"user={bystander.pk} " not in out
     page.refresh_from_db()
-    assert page.status == PageStatus.COMPLETE and page.reply_model == "interrupted"
+    assert page.status == PageStatus.COMPLETE and page.interrupted
     client = Client()
     client.force_login(user)
     html = client.get("/").content.decode()

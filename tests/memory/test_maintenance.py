@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.utils import timezone
 
 from memory import components
 from memory.maintenance import maintenance_run, page_move_to_mtm
-from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, PageStatus, Segment, Tier, UserMemoryState
+from memory.models import (
+    INTERRUPTED_MODEL_NAME,
+    DialoguePage,
+    LifecycleEvent,
+    MemoryEdge,
+    PageStatus,
+    Segment,
+    Tier,
+    UserMemoryState,
+)
 from memory.recall import recall_for_query
-from memory.services import INTERRUPTED_MODEL_NAME, page_complete, page_start
+from memory.services import page_complete, page_start
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
+from tests.conftest import stopped_mid_turn
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 
@@ -193,13 +201,6 @@ def test_pending_pages_are_not_moved(make_user, memory_env):
     assert pending.tier == Tier.STM and pending.status == PageStatus.PENDING
     assert DialoguePage.objects.filter(user=user, tier=Tier.STM, status=PageStatus.COMPLETE).count() == 1
     assert timezone.now() >= pending.timestamp
-
-
-def stopped_mid_turn(user, query: str, *, minutes_ago: float) -> DialoguePage:
-    """A page stored as a turn began whose process then stopped: it awaits a reply for good."""
-    page = page_start(user=user, query=query)
-    DialoguePage.objects.filter(id=page.id).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
-    return page
 
 
 def test_a_turn_that_stopped_mid_reply_still_enters_memory(make_user, memory_env):

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from memory.maintenance import maintenance_run
-from memory.models import DialoguePage, PageStatus, UserMemoryState
-from memory.services import MemoryInputError, user_get
+from memory.models import UserMemoryState
+from memory.services import MemoryInputError, stopped_turn_pages, user_get
 
 
 class Command(BaseCommand):
@@ -28,11 +24,8 @@ class Command(BaseCommand):
         else:
             # Due, or holding a page whose turn stopped before its reply (a crash between the
             # message being stored and the reply: nothing marked maintenance due).
-            cutoff = timezone.now() - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
             due = UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True)
-            stopped = DialoguePage.objects.filter(status=PageStatus.PENDING, created_at__lt=cutoff).values_list(
-                "user_id", flat=True)
-            user_ids = sorted(set(due) | set(stopped))
+            user_ids = sorted(set(due) | set(stopped_turn_pages().values_list("user_id", flat=True)))
         for user_id in user_ids:
             report = maintenance_run(user_id=user_id)
             self.stdout.write(f"user={user_id} interrupted={report.interrupted} moved={report.moved} "
