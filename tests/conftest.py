@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import socket
 from datetime import timedelta
 
 import pytest
 
 from tests.openai_server import openai_server  # noqa: F401  (re-exported fixture)
+
+# The Redis server the suite uses when it answers (tests that need one skip otherwise).
+REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+REDIS_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/0"
+
+
+def redis_available() -> bool:
+    try:
+        with socket.create_connection((REDIS_HOST, REDIS_PORT), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
 
 def stopped_mid_turn(user, query: str, *, minutes_ago: float):
     """A page stored as a turn began whose process then stopped: it awaits a reply for good."""

@@ -3,25 +3,16 @@ stored once and in order, whichever process ran it."""
 
 from __future__ import annotations
 
-import socket
 import uuid
 
 import pytest
 
 from tests.browser.conftest import migrate, require_browser, running_server, server_env
+from tests.conftest import REDIS_URL, redis_available
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-REDIS = ("127.0.0.1", 6379)
 REPLY_TIMEOUT_MS = 120_000
-
-
-def redis_available() -> bool:
-    try:
-        with socket.create_connection(REDIS, timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +23,7 @@ def two_servers(tmp_path_factory):
     var_dir = tmp_path_factory.mktemp("two-servers")
     prefix = f"memoryos-e2e-{uuid.uuid4().hex[:12]}"
     # One database; each process its own embedded vector shard (one process may open a shard).
-    envs = [server_env(var_dir, REDIS_URL=f"redis://{REDIS[0]}:{REDIS[1]}/0", MEMORYOS_CHANNEL_PREFIX=prefix,
+    envs = [server_env(var_dir, REDIS_URL=REDIS_URL, MEMORYOS_CHANNEL_PREFIX=prefix,
                        QDRANT_PATH=str(var_dir / f"qdrant-{n}")) for n in (1, 2)]
     migrate(envs[0])
     with running_server(envs[0], var_dir / "daphne-1.log") as first, \

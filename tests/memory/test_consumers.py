@@ -5,7 +5,6 @@ when a Redis server answers on 127.0.0.1:6379, on the Redis layer as well."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import uuid
 
@@ -18,19 +17,11 @@ from django.test import Client
 from memory import components
 from memory.consumers import rate_limits_reset, turns_drain
 from memory.models import DialoguePage, PageStatus, RetrievalTrace, Sona
+from tests.conftest import REDIS_HOST, REDIS_PORT, redis_available
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 
-REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
 TIMEOUT = 60
-
-
-def redis_available() -> bool:
-    try:
-        with socket.create_connection((REDIS_HOST, REDIS_PORT), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(params=["in-memory", "redis"])
