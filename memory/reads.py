@@ -2,14 +2,13 @@
 
 A recall makes about nine small reads. Building and compiling each as a queryset costs about half
 a millisecond, ten times what SQLite takes to run it (the STM read: 0.63 ms as a queryset, 0.06 ms
-as SQL, measured on a 10,000-page store). `Manager.raw()` skips the compiler but still costs
-0.2-0.3 ms a read in its own machinery (column introspection, init order, per-row annotation
-checks): ten knowledge facts by key took 0.43 ms through raw() and 0.16 ms this way, twenty pages
-0.52 and 0.40. Here the columns, their order and each field's converters are worked out once per
-model and field list; each row's values still go through the same converters the ORM applies
-(UUIDs, aware datetimes, decoded JSON) on SQLite and PostgreSQL alike, and rows become instances
-through `Model.from_db`, with the fields not read deferred. Only reads come here; memory changes
-through the services.
+as SQL, measured on a 10,000-page store). `Manager.raw()` skips the compiler but still works out,
+on every read, the columns, their order and the per-row annotations. Here the columns, their
+order and each field's converters are worked out once per model and field list (BENCHMARKS.md's
+A/B measures this together with the embedding overlap); each row's values still go through the
+same converters the ORM applies (UUIDs, aware datetimes, decoded JSON) on SQLite and PostgreSQL
+alike, and rows become instances through `Model.from_db`, with the fields not read deferred.
+Only reads come here; memory changes through the services.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import Field, Model
@@ -79,13 +78,13 @@ def _select(model: type[Model], fields: Sequence[str], where: str, params: list[
     return instances
 
 
-class _Plan:
+class _Plan(NamedTuple):
     """How to read `fields` of a model: the SELECT list in the model's field order (the order
     `from_db` takes values in), and the converters of the columns that have any."""
 
-    def __init__(self, columns: str, attnames: list[str],
-                 converters: list[tuple[int, Field, tuple[Callable[..., Any], ...]]]) -> None:
-        self.columns, self.attnames, self.converters = columns, attnames, converters
+    columns: str
+    attnames: list[str]
+    converters: list[tuple[int, Field, tuple[Callable[..., Any], ...]]]
 
 
 @functools.lru_cache(maxsize=256)

@@ -111,6 +111,9 @@ elif env("DATABASE_TEST_NAME"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
+# Several deployments (or test runs) can share one Redis server under different key prefixes:
+# the channel layer's groups and the chat's rate buckets.
+REDIS_PREFIX = env("MEMORYOS_CHANNEL_PREFIX")
 if REDIS_URL:
     # A socket's receive blocks in BZPOPMIN for channels-redis's 5 s; redis-py 8 also gives up reading
     # after 5 s by default, so the two race and a quiet socket dies with "Timeout reading from ...".
@@ -209,11 +212,10 @@ MEMORYOS_CHAT = {
     # With Redis every server process draws a user's frames from one bucket kept there (a
     # process falls back to its own bucket while Redis fails); without it, a bucket per process.
     "RATE_REDIS_URL": REDIS_URL,
-    "RATE_KEY_PREFIX": env("MEMORYOS_CHANNEL_PREFIX") or "memoryos",
+    "RATE_KEY_PREFIX": REDIS_PREFIX or "memoryos",
 }
-# Several deployments (or test runs) can share one Redis server under different key prefixes.
-if REDIS_URL and env("MEMORYOS_CHANNEL_PREFIX"):
-    CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = env("MEMORYOS_CHANNEL_PREFIX")
+if REDIS_URL and REDIS_PREFIX:
+    CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = REDIS_PREFIX
 
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 LOGGING = {

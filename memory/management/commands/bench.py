@@ -70,7 +70,7 @@ class Command(BaseCommand):
         name = options["benchmark"]
         module = load(name)
         # Measured as deployed: with DEBUG on, Django wraps every cursor to time each statement
-        # and keep it in connection.queries, about 0.7 ms of a recall's twenty statements.
+        # and keep it in connection.queries.
         with override_settings(DEBUG=False):
             result = module.run(options, self.stdout)
         if options["json"]:
