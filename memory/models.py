@@ -11,6 +11,7 @@ import numpy as np
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from memory.engine.types import PageView, SegmentView
 
@@ -33,6 +34,8 @@ class Sona(models.Model):
     name = models.CharField(max_length=80)
     profile = models.TextField(blank=True, default="")
     is_default = models.BooleanField(default=False)
+    # The recall policy this sona's turns use by name (memory/recall/); blank: the setting's.
+    recall_policy = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -54,6 +57,11 @@ class UserMemoryState(models.Model):
     last_maintenance_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
 
+    class Meta:
+        # Staff are given these (the "Operators" group has them), not is_superuser alone.
+        permissions = [("inspect_any_user", "Can inspect any user's memory"),
+                       ("edit_any_user", "Can edit any user's memory")]
+
     def __str__(self) -> str:
         return f"memory state of {self.user_id}"
 
@@ -69,8 +77,10 @@ class PageStatus(models.TextChoices):
     COMPLETE = "complete", "complete"
 
 
-# The reply_model of a page whose turn stopped before its reply was stored
-# (services.pages_interrupted_complete).
+# reply_model values that name no language model. The offline engine's reply only restates
+# recalled memory, so such pages are indexed by the user's words alone; an interrupted page's turn
+# stopped before its reply was stored (services.maintenance.pages_interrupted_complete).
+OFFLINE_MODEL_NAME = "offline-engine"
 INTERRUPTED_MODEL_NAME = "interrupted"
 
 
@@ -96,12 +106,24 @@ class Segment(models.Model):
     last_promoted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     cid = models.CharField(max_length=64, blank=True, default="")
+    # Operators' steering (memory/services/editing.py): a pinned segment is never evicted; a
+    # repressed one is kept but never recalled; `version` counts corrections (a stale edit is refused).
+    pinned = models.BooleanField(default=False)
+    repressed = models.BooleanField(default=False)
+    version = models.PositiveIntegerField(default=1)
+    # A page of it was deleted or corrected: maintenance derives keywords, summary and vector again.
+    rederive = models.BooleanField(default=False)
 
     class Meta:
         indexes = [models.Index(fields=["user", "status"])]
 
     def __str__(self) -> str:
         return f"segment {self.id} ({self.page_count} pages)"
+
+    @property
+    def label(self) -> str:
+        """Its first keywords and the head of its id, to name it in a list or a figure."""
+        return f"{', '.join(sorted(self.keywords)[:3]) or '(no keywords)'} · {str(self.id)[:6]}"
 
     def to_engine(self, *, with_embedding: bool = True) -> SegmentView:
         """The engine's view; `with_embedding=False` for heat and Fscore, which never read it (the
@@ -110,6 +132,7 @@ class Segment(models.Model):
             id=str(self.id), summary=self.summary, keywords=frozenset(self.keywords),
             embedding=bytes_to_vector(self.embedding) if with_embedding else (), n_visit=self.n_visit,
             l_interaction=self.l_interaction, last_access=self.last_access, page_count=self.page_count,
+            pinned=self.pinned,
         )
 
 
@@ -142,6 +165,10 @@ class DialoguePage(models.Model):
     cid = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     moved_at = models.DateTimeField(null=True, blank=True)
+    # A pinned page keeps its segment from eviction; a repressed one is kept but never recalled.
+    pinned = models.BooleanField(default=False)
+    repressed = models.BooleanField(default=False)
+    version = models.PositiveIntegerField(default=1)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "seq"], name="uniq_page_seq_per_user")]
@@ -239,11 +266,23 @@ class LifecycleEvent(models.Model):
         EDITED = "edited", "memory edited"
         MAINTENANCE_FAILED = "maintenance_failed", "maintenance failed; will retry"
         MODEL_OUTPUT_REJECTED = "model_output_rejected", "model output rejected"
+        SEGMENTS_VISITED = "segments_visited", "segments visited by a recall"
+        PINNED = "pinned", "pinned by an operator"
+        UNPINNED = "unpinned", "unpinned"
+        REPRESSED = "repressed", "repressed (kept, never recalled)"
+        UNREPRESSED = "unrepressed", "no longer repressed"
+        CORRECTED = "corrected", "corrected (a new version)"
+        DELETED = "deleted", "deleted"
+        USER_FORGOTTEN = "user_forgotten", "everything of the user forgotten"
+        OPERATOR_ACCESS = "operator_access", "an operator's API call for this user"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     kind = models.CharField(max_length=32, choices=Kind.choices)
     subject_id = models.CharField(max_length=64, blank=True, default="")
     payload = models.JSONField(default=dict, blank=True)
+    # The memory's own time (the conversation's clock: an imported session's timestamp, else now)
+    # beside the wall-clock time the row was written.
+    occurred_at = models.DateTimeField(default=timezone.now)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -275,3 +314,26 @@ class RetrievalTrace(models.Model):
     def __str__(self) -> str:
         return f"trace {self.id} for {self.user_id}"
 
+
+
+class ApiToken(models.Model):
+    """A personal API token: `Authorization: Bearer mos_<prefix>_<secret>`. Only its SHA-256 is
+    stored; the token itself is shown once, when it is made. Revoked tokens stay for the audit."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=80)
+    prefix = models.CharField(max_length=12, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (mos_{self.prefix}…) of {self.user_id}"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

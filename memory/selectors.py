@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from memory.config import memory_params
+from memory.engine.heat import recency
+from memory.engine.text import WORD, stem
 from memory.engine.traits import TRAITS_BY_KEY
-from memory.models import DialoguePage, LifecycleEvent, PageStatus, RetrievalTrace, Segment, Sona, Tier
-from persona.models import AgentTrait, KnowledgeFact, UserTrait
+from memory.models import (
+    ApiToken,
+    DialoguePage,
+    LifecycleEvent,
+    MemoryNode,
+    PageStatus,
+    RetrievalTrace,
+    Segment,
+    Sona,
+    Tier,
+    UserMemoryState,
+)
+from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 
 def memory_stats(*, user) -> dict[str, Any]:
@@ -32,6 +51,20 @@ def memory_stats(*, user) -> dict[str, Any]:
     }
 
 
+def stopped_turn_pages() -> QuerySet[DialoguePage]:
+    """Pages still awaiting their reply PENDING_TIMEOUT_S after they were stored (wall-clock
+    time): their turn's process stopped mid-turn. Read through the partial index `page_pending`."""
+    cutoff = timezone.now() - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
+    return DialoguePage.objects.filter(status=PageStatus.PENDING, created_at__lt=cutoff)
+
+
+def users_with_maintenance_to_do() -> list[int]:
+    """Users whose maintenance is due, or who hold a page whose turn stopped before its reply (a
+    crash between the message being stored and the reply: nothing marked maintenance due)."""
+    due = UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True)
+    return sorted(set(due) | set(stopped_turn_pages().values_list("user_id", flat=True)))
+
+
 def stm_pages(*, user) -> list[DialoguePage]:
     return list(DialoguePage.objects.filter(user=user, tier=Tier.STM).order_by("seq"))
 
@@ -40,8 +73,6 @@ def stm_pages(*, user) -> list[DialoguePage]:
 
 def chat_history(*, user, limit: int = 200) -> tuple[list[DialoguePage], int]:
     """The user's latest turns in any tier, oldest first, and how many there are in all."""
-    from django.db.models import Exists, OuterRef
-
     pages = DialoguePage.objects.filter(user=user)
     total = pages.count()
     latest = (pages.select_related("sona")
@@ -52,6 +83,15 @@ def chat_history(*, user, limit: int = 200) -> tuple[list[DialoguePage], int]:
 
 def sona_list(*, user) -> list[Sona]:
     return list(Sona.objects.filter(user=user).order_by("created_at"))
+
+
+def sona_name_taken(*, user, name: str) -> bool:
+    return Sona.objects.filter(user=user, name__iexact=name).exists()
+
+
+def sona_named(*, user, name: str) -> Sona | None:
+    """The user's persona of this name (as the form compares names: case aside), or None."""
+    return Sona.objects.filter(user=user, name__iexact=name.strip()).order_by("created_at").first()
 
 
 def sona_for_user(*, user, sona_id) -> Sona | None:
@@ -72,9 +112,51 @@ RECALL_TITLES = {
 }
 
 
+# What each kind of item is, said to the person whose memory it is.
+RECALL_KIND_REASONS = {
+    "stm_page": "One of your last {stm_capacity} turns: recent talk is always remembered.",
+    "profile": "Your profile: always read before a reply.",
+    "agent_profile": "The persona you are talking to: how the reply should sound, not something about you.",
+    "user_trait": "A trait of yours, scored from your conversations.",
+    "kb_fact": "A fact noted from something you said.",
+    "agent_trait": "Something the assistant noted about how it helps you.",
+}
+ON_TOPIC_COSINE = 0.35  # all-MiniLM-L6-v2: above this, two texts are about the same thing
+
+
+def score_help() -> dict[str, str]:
+    """Every score the panel may show, explained (tooltips and the panel's legend)."""
+    params = memory_params()
+    heat = (f"Topic heat = N_visit + L_interaction + exp(−Δt/μ): how often the topic was recalled, how many "
+            f"turns it holds, and how recently it was used. Above τ = {params.heat_threshold:g} the topic is "
+            "promoted to long-term memory. Each recall counts as a visit, so heat after > heat before.")
+    return {
+        "dense": "Meaning: closeness of the utterance to your message, as a z-score among the candidates "
+                 "(0 = average, negative = below average), weighted.",
+        "sparse": "Words: the BM25 keyword score as a z-score among the candidates (0 or less: few or no "
+                  "shared words).",
+        "feedback": "A second look: closeness to your message pulled toward the best first hits, as a z-score.",
+        "speaker": "A boost when your message names the person who said it.",
+        "score": "dense + sparse + feedback + speaker.",
+        "final": "The ranking score: the score plus a share of the neighbouring turns' (an answer follows its "
+                 "question). Items are shown best first by it.",
+        "cosine": f"Cosine similarity of the meaning of your message and the utterance (−1 to 1; above "
+                  f"{ON_TOPIC_COSINE} is on topic).",
+        "bm25": "Raw BM25 keyword score (0: no word in common).",
+        "similarity": "Cosine similarity of the meaning of your message and this memory (−1 to 1).",
+        "segment cosine": "Cosine similarity of your message and the topic segment's summary.",
+        "keyword Jaccard": "Share of keywords your message and the topic have in common (0 to 1).",
+        "segment Fscore": "Fscore = segment cosine + keyword Jaccard: the topics with the top 5 are searched.",
+        "heat before": heat, "heat after": heat,
+        "recency": f"exp(−Δt/μ): 1 when just said, falling to 0.37 after μ = "
+                   f"{params.recency_mu_seconds / 86400:.0f} days.",
+        "trait score": "How strongly your conversations show this trait (0 to 1).",
+    }
+
+
 @dataclass
 class RecalledRow:
-    """One remembered item shown beside a reply, with its score breakdown."""
+    """One remembered item shown beside a reply: why it was recalled, in words, then its scores."""
 
     kind: str
     ref: str
@@ -82,6 +164,8 @@ class RecalledRow:
     scores: list[tuple[str, float]] = field(default_factory=list)
     detail: str = ""
     reply: str = ""  # pages: the assistant's side; `text` is then the user's message
+    why: list[str] = field(default_factory=list)  # the reasons, for a person
+    matched: list[str] = field(default_factory=list)  # words of the message found in the text
 
 
 @dataclass
@@ -93,6 +177,7 @@ class TurnRecall:
     segments_chosen: int
     keywords: list[str]
     timings: list[tuple[str, float]]  # where the recall's time went, ms per part in order
+    legend: list[tuple[str, str]] = field(default_factory=list)  # each score shown, explained
 
 
 def turn_recall(*, user, page_id) -> TurnRecall | None:
@@ -109,11 +194,22 @@ def turn_recall(*, user, page_id) -> TurnRecall | None:
     sections = [(RECALL_TITLES.get(kind, kind.replace("_", " ")), [r for r in rows if r.kind == kind])
                 for kind in kinds]
     segments = payload.get("segments", [])
+    explained = score_help()
+    shown = list(dict.fromkeys(label for row in rows for label, _ in row.scores))
     return TurnRecall(trace=trace, sections=sections, dropped=len(prompt.get("dropped", [])),
                       segments_considered=len(segments),
                       segments_chosen=sum(1 for s in segments if s.get("chosen")),
                       keywords=list(payload.get("query_keywords", [])),
-                      timings=[(str(part), float(ms)) for part, ms in payload.get("timings_ms", {}).items()])
+                      timings=trace_timings(payload),
+                      legend=[(label, explained[label]) for label in shown if label in explained])
+
+
+def trace_timings(payload: dict) -> list[tuple[str, float]]:
+    """A stored recall's parts and their ms in the order they ran (jsonb does not keep the dict's order)."""
+    timings = payload.get("timings_ms", {})
+    order = [part for part in payload.get("timings_order", []) if part in timings]
+    order += [part for part in timings if part not in order]  # traces stored before the order was
+    return [(str(part), float(timings[part])) for part in order]
 
 
 GONE = "(no longer in memory)"
@@ -123,6 +219,7 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
                    refs: list[tuple[str, ...]]) -> list[RecalledRow]:
     """Each included item's current text, with the scores the trace recorded for it."""
     found = _recalled_lookup(user, [ref for _, ref in refs], payload)
+    keywords = frozenset(payload.get("query_keywords", []))
     rows = []
     for kind, ref in refs:
         row = RecalledRow(kind=kind, ref=ref, text=found["text"].get(ref, GONE))
@@ -133,14 +230,41 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
         elif kind in ("kb_fact", "agent_trait", "user_trait"):
             label = "trait score" if kind == "user_trait" else "similarity"
             row.scores = [(label, found["persona_scores"].get((kind, ref), 0.0))]
+        row.matched = matched_words(row.text, keywords)
+        row.why = _reasons(row, payload)
         rows.append(row)
     return rows
 
 
+def matched_words(text: str, keywords: frozenset[str]) -> list[str]:
+    """The words of `text` that are keywords of the message (as stems or names), each once."""
+    found: dict[str, str] = {}
+    for word in WORD.findall(text):
+        lower = word.lower()
+        if lower in keywords or stem(lower) in keywords:
+            found.setdefault(lower, word)
+    return list(found.values())
+
+
+def _reasons(row: RecalledRow, payload: dict) -> list[str]:
+    """Why an item was recalled, in words: shared words, close meaning, when, which topic."""
+    scores = dict(row.scores)
+    reasons = ([RECALL_KIND_REASONS[row.kind].format(stm_capacity=memory_params().stm_capacity)]
+               if row.kind in RECALL_KIND_REASONS else [])
+    if row.matched:
+        reasons.append("Shares words with your message: " + ", ".join(f"“{w}”" for w in row.matched) + ".")
+    meaning = scores.get("cosine", scores.get("similarity", payload.get("stm_similarity", {}).get(row.ref)))
+    if meaning is not None and meaning >= ON_TOPIC_COSINE:
+        reasons.append("Close in meaning to your message, even where the words differ.")
+    if scores.get("speaker", 0) > 0:
+        reasons.append("Said by the person your message names.")
+    if scores.get("final", 0) - scores.get("score", 0) > 0.05:
+        reasons.append("Next to another turn that matched (an answer follows its question).")
+    return reasons + row.why  # what the row's own reader added: when, and which topic
+
+
 def _recalled_lookup(user, refs: list[str], payload: dict) -> dict[str, Any]:
     """One query per kind of memory for everything a trace names."""
-    from persona.models import UserProfile
-
     ids = [i for i in map(_uuid_or_none, refs) if i]
     text: dict[str, str] = {}
     text.update({str(f.id): f.text for f in KnowledgeFact.objects.filter(user=user, id__in=ids)})
@@ -160,17 +284,17 @@ def _recalled_lookup(user, refs: list[str], payload: dict) -> dict[str, Any]:
 
 def _page_row(row: RecalledRow, page: DialoguePage, trace: RetrievalTrace, payload: dict) -> None:
     """STM pages: recency at the time of the turn. MTM pages: similarity, Fscore and heat too."""
-    from memory.components import memory_params
-    from memory.engine.heat import recency
-
     row.reply = page.response
     row.detail = f"turn {page.seq} · {page.timestamp:%d %b %Y %H:%M}"
+    row.why = [f"You said this on {page.timestamp:%-d %B %Y at %H:%M}."]
     age = recency(last_access=page.timestamp, now=trace.created_at,
                   mu_seconds=memory_params().recency_mu_seconds)
     if row.kind == "stm_page":
-        row.scores = [("recency", age)]
+        similarity = payload.get("stm_similarity", {}).get(row.ref)
+        row.scores = [("recency", age)] + ([("similarity", similarity)] if similarity is not None else [])
         return
     score = next((p for p in payload.get("pages", []) if p.get("id") == row.ref), {})
+    row.why += _topic(payload, score.get("segment_id"))
     change = next((h for h in payload.get("heat_changes", [])
                    if h.get("segment_id") == score.get("segment_id")), {})
     row.scores = [("similarity", score.get("similarity", 0.0)),
@@ -182,12 +306,27 @@ def _page_row(row: RecalledRow, page: DialoguePage, trace: RetrievalTrace, paylo
                   ("recency", age)]
 
 
+def _topic(payload: dict, segment_id: str | None) -> list[str]:
+    """'Part of the topic “…”' for an item whose topic segment the recall looked at."""
+    segment = next((s for s in payload.get("segments", []) if segment_id and s.get("id") == segment_id), None)
+    summary = (segment or {}).get("summary", "")
+    return [f"Part of the topic “{summary[:120]}{'…' if len(summary) > 120 else ''}”."] if summary else []
+
+
 def _utterance_row(row: RecalledRow, payload: dict) -> None:
-    """Hybrid recall: one utterance, with every score the fusion recorded for it."""
+    """Hybrid recall: one utterance, with every score the fusion recorded for it and the heat of
+    its topic, which this recall visited."""
     entry = next((t for t in payload.get("turns", []) if t.get("id") == row.ref), {})
     row.text = entry.get("text", GONE)
     row.scores = [(name.replace("_", " "), float(value)) for name, value in entry.items()
                   if name not in ("id", "text") and isinstance(value, int | float)]
+    change = next((h for h in payload.get("heat_changes", []) if h.get("segment_id") == entry.get("segment_id")), {})
+    row.scores += [(label, change[key]) for key, label in (("heat_before", "heat before"), ("heat_after", "heat after"))
+                   if key in change]
+    said = entry.get("said_at")
+    if said:
+        row.why.append(f"Said on {datetime.fromisoformat(said):%-d %B %Y at %H:%M}.")
+    row.why += _topic(payload, entry.get("segment_id"))
 
 
 def _uuid_or_none(value: str) -> uuid.UUID | None:
@@ -195,3 +334,85 @@ def _uuid_or_none(value: str) -> uuid.UUID | None:
         return uuid.UUID(value)
     except ValueError:
         return None
+
+
+def api_tokens(*, user) -> list[ApiToken]:
+    return list(ApiToken.objects.filter(user=user).order_by("revoked_at", "-created_at"))
+
+
+# --- the API's reads ------------------------------------------------------------------------
+
+MEMORY_MODELS: dict[str, Any] = {"page": DialoguePage, "segment": Segment, "fact": KnowledgeFact,
+                                 "agent_trait": AgentTrait, "trait": UserTrait}
+NODE_KIND_TO_KIND = {"page": "page", "segment": "segment", "fact": "fact", "agent_trait": "agent_trait"}
+
+
+def memories(*, user, kind: str, tier: str = "", query: str = "", pinned: bool | None = None,
+             repressed: bool | None = None) -> QuerySet:
+    """One kind of the user's memories, newest first, filtered; pages by tier and words."""
+    model = MEMORY_MODELS[kind]
+    rows = model.objects.filter(user=user)
+    if kind == "page":
+        rows = rows.defer("embedding").order_by("-seq")
+        if tier:
+            rows = rows.filter(tier=tier)
+        if query:
+            rows = rows.filter(Q(query__icontains=query) | Q(response__icontains=query))
+    elif kind == "segment":
+        rows = rows.defer("embedding").order_by("-created_at")
+        if query:
+            rows = rows.filter(Q(summary__icontains=query) | Q(keywords__icontains=query))
+    elif kind == "trait":
+        rows = rows.order_by("-score", "key")
+        if query:
+            rows = rows.filter(key__icontains=query)
+    else:
+        rows = rows.order_by("-created_at")
+        if query:
+            rows = rows.filter(text__icontains=query)
+    if pinned is not None:
+        rows = rows.filter(pinned=pinned)
+    if repressed is not None:
+        rows = rows.filter(repressed=repressed)
+    return rows
+
+
+def memory_one(*, user, kind: str, ident: str):
+    """One memory of the user's by kind and id (a trait by its dimension's key), or None."""
+    model = MEMORY_MODELS.get(kind)
+    if model is None:
+        return None
+    if kind == "trait":
+        return UserTrait.objects.filter(user=user, key=ident).first()
+    try:
+        key = uuid.UUID(str(ident))
+    except ValueError:
+        return None
+    return model.objects.filter(user=user, pk=key).first()
+
+
+def memory_by_cid(*, user, cid: str) -> tuple[str, Any] | None:
+    """The memory with this content id (or whose earlier version had it): (kind, row)."""
+    node = MemoryNode.objects.filter(user=user, cid=cid).exclude(kind="user_trait").first()
+    if node is None:
+        return None
+    kind = NODE_KIND_TO_KIND[node.kind]
+    row = memory_one(user=user, kind=kind, ident=node.object_id.split("@", 1)[0])
+    return (kind, row) if row is not None else None
+
+
+def events(*, user, kinds: list[str] | None = None) -> QuerySet:
+    rows = LifecycleEvent.objects.filter(user=user).order_by("-id")
+    return rows.filter(kind__in=kinds) if kinds else rows
+
+
+def traces(*, user) -> QuerySet:
+    return RetrievalTrace.objects.filter(user=user).order_by("-created_at")
+
+
+def trace_one(*, user, trace_id: str) -> RetrievalTrace | None:
+    try:
+        key = uuid.UUID(str(trace_id))
+    except ValueError:
+        return None
+    return RetrievalTrace.objects.filter(user=user, id=key).first()

@@ -1,17 +1,77 @@
-"""The REST API: one NinjaAPI, a router per app."""
+"""The REST API: one NinjaAPI, a router per app; OpenAPI at /api/docs, served with the Swagger UI
+that django-ninja ships ("ninja" in INSTALLED_APPS), from the app: nothing from a CDN.
+
+Authentication: a personal token (`Authorization: Bearer mos_…`, made on /settings/tokens/) or the
+browser's session (with its CSRF token). Rate limits per token (per user for a session) through
+Django's cache, which is Redis, shared by every server process, when REDIS_URL is set. Every error
+is JSON {"code", "message", "detail"} with its HTTP status.
+"""
 
 from __future__ import annotations
 
+import math
+
+from django.conf import settings
+from django.http import Http404
 from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import django_auth
+from ninja.throttling import AnonRateThrottle, AuthRateThrottle
 
-from memory.api import router as memory_router
-from memory.services import MemoryInputError
+from memory.services.common import MemoryInputError, MemoryNotFound
+from memory.web.api import router as memory_router
+from memory.web.api_auth import ApiError, TokenAuth
+from memory.web.api_memories import router as memories_router
+from persona.api import router as persona_router
 
-api = NinjaAPI(title="MemoryOS", version="1", auth=django_auth)
+api = NinjaAPI(
+    title="MemoryOS", version="1",
+    description="A memory operating system for chat assistants: turns, memories (list, search, correct, pin, "
+                "repress, delete), recall with any policy, long-term persona memory, the lifecycle log and "
+                "retrieval traces. Authenticate with a personal API token (Bearer) or the browser session.",
+    auth=[TokenAuth(), django_auth],
+    throttle=[AuthRateThrottle(settings.MEMORYOS_API["RATE"]), AnonRateThrottle(settings.MEMORYOS_API["ANON_RATE"])],
+)
 api.add_router("/memory/", memory_router)
+api.add_router("/memory/", memories_router)
+api.add_router("/persona/", persona_router)
+
+
+def error(request, status: int, code: str, message: str, detail=None):
+    return api.create_response(request, {"code": code, "message": message, "detail": detail}, status=status)
 
 
 @api.exception_handler(MemoryInputError)
 def memory_input_error(request, exc: MemoryInputError):
-    return api.create_response(request, {"detail": str(exc)}, status=400)
+    if isinstance(exc, MemoryNotFound):
+        return error(request, 404, "not_found", str(exc))
+    return error(request, 400, "invalid", str(exc))
+
+
+@api.exception_handler(ApiError)
+def api_error(request, exc: ApiError):
+    response = error(request, exc.status_code, exc.code, exc.message, exc.detail)
+    if exc.status_code == 429 and isinstance(exc.detail, dict) and "retry_after" in exc.detail:
+        response["Retry-After"] = str(max(1, math.ceil(exc.detail["retry_after"])))
+    return response
+
+
+@api.exception_handler(ValidationError)
+def validation_error(request, exc: ValidationError):
+    return error(request, 422, "validation_error", "The request does not match the schema.", exc.errors)
+
+
+@api.exception_handler(AuthenticationError)
+def authentication_error(request, exc: AuthenticationError):
+    return error(request, 401, "unauthorized", "Authenticate with a valid API token or a signed-in session.")
+
+
+@api.exception_handler(Http404)
+def not_found(request, exc: Http404):
+    return error(request, 404, "not_found", str(exc) or "Not found.")
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    codes = {429: "rate_limited", 403: "forbidden", 405: "method_not_allowed"}
+    return error(request, exc.status_code, codes.get(exc.status_code, "error"), str(exc))

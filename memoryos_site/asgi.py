@@ -1,4 +1,9 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django, websockets through Channels.
+
+Importing it is what starting a server does (daphne, runserver): the embedder and the vector index
+start loading then, on a thread of their own, so the first turn does not wait for them
+(MEMORYOS_WARMUP=0 turns this off). Commands and tests never import this module.
+"""
 
 import os
 
@@ -11,8 +16,10 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
-from memory.routing import websocket_urlpatterns  # noqa: E402
+from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E402
+from memory.web.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -20,3 +27,6 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+if settings.MEMORYOS_WARMUP:
+    adapters_warm_up_in_background()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -35,9 +36,12 @@ def env_float(name: str, default: float) -> float:
 
 DEV_SECRET_KEY = "dev-insecure-memoryos-key-change-me"
 DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = env("SECRET_KEY", DEV_SECRET_KEY)
+# An empty key (SECRET_KEY= in a shell or an .env file) is no key: Django would start and then
+# fail every request that signs anything (sessions, CSRF) with a 500.
+SECRET_KEY = env("SECRET_KEY").strip() or DEV_SECRET_KEY
 if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
-    raise ImproperlyConfigured("Set SECRET_KEY: the development key is refused when DEBUG is off.")
+    raise ImproperlyConfigured("Set SECRET_KEY to a long random value: it is missing or empty, and the development "
+                               "key is refused when DEBUG is off.")
 ALLOWED_HOSTS = [h for h in env("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
@@ -53,8 +57,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
     "django_htmx",
     "template_partials",
+    "ninja",  # the API docs' Swagger UI from ninja's own static files, not a CDN
     "memory",
     "persona",
 ]
@@ -69,6 +75,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memoryos_site.middleware.ApiBodyLimitMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it turns a lockout into its page
 ]
 
 ROOT_URLCONF = "memoryos_site.urls"
@@ -127,9 +135,23 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
-     "OPTIONS": {"min_length": 8}},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed sign-ins (django-axes): after MEMORYOS_LOGIN_FAILURES failures for one account, or from
+# one address, signing in there is refused for MEMORYOS_LOGIN_COOLOFF_MINUTES, each further try
+# starting the wait again. Attempts are kept in the database, so every server process sees them.
+# Behind a proxy the address is the proxy's (REMOTE_ADDR) unless AXES_CLIENT_IP_CALLABLE reads
+# the forwarded one.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("MEMORYOS_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("MEMORYOS_LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -141,7 +163,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "memoryos_site.staticfinders.VendorFinder",  # plotly.js from the plotly package
+]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+# Files browsers ask for at the site's root (/favicon.ico), served by whitenoise from here.
+WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -169,6 +198,8 @@ MEMORYOS = {
     # "hybrid" (default): utterance-level dense + BM25 fusion over MTM, which recalled far more
     # LoCoMo evidence (BENCHMARKS.md); "memoryos": the paper's two-stage segment → page retrieval.
     "RECALL_POLICY": env("MEMORYOS_RECALL_POLICY", "hybrid"),
+    # Modules with recall policies of your own (comma-separated), imported beside memory/recall's.
+    "RECALL_POLICY_MODULES": tuple(m.strip() for m in env("MEMORYOS_RECALL_POLICY_MODULES").split(",") if m.strip()),
     "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
     # Turn points whose fixed payload (seq, position, speaker) this process keeps in memory (about
     # 0.2 kB each, 80 MB full), so a hybrid recall reads only ids and scores from the index. A user
@@ -185,6 +216,9 @@ MEMORYOS = {
     # without a reply so that the user's words still enter memory.
     "PENDING_TIMEOUT_S": env_float("MEMORYOS_PENDING_TIMEOUT_S", 900.0),
 }
+# A server (memoryos_site/asgi.py) loads the embedder and the vector index as it starts, not on
+# the first turn.
+MEMORYOS_WARMUP = env_bool("MEMORYOS_WARMUP", True)
 QDRANT_URL = env("QDRANT_URL")
 QDRANT_API_KEY = env("QDRANT_API_KEY") or None
 QDRANT_COLLECTION = env("QDRANT_COLLECTION", "memoryos")
@@ -217,6 +251,18 @@ MEMORYOS_CHAT = {
 if REDIS_URL and REDIS_PREFIX:
     CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = REDIS_PREFIX
 
+# The REST API: request bodies over this size are refused (413); rate limits per token (per user for
+# a browser session) and per address for calls without credentials, in ninja's "N/period" form.
+MEMORYOS_API = {
+    "MAX_BODY_BYTES": env_int("MEMORYOS_API_MAX_BODY_BYTES", 65_536),
+    "RATE": env("MEMORYOS_API_RATE", "120/m"),
+    "ANON_RATE": env("MEMORYOS_API_ANON_RATE", "30/m"),
+}
+# Django's cache holds the API's rate limits: Redis when configured, shared by every process.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": REDIS_PREFIX or "memoryos"}}
+
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
@@ -231,6 +277,7 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # every failed sign-in is in its table already
         "sentence_transformers": {"level": "WARNING"},
     },
 }

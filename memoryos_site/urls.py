@@ -8,5 +8,5 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", api.urls),
     path("persona/", include("persona.urls")),
-    path("", include("memory.urls")),
+    path("", include("memory.web.urls")),
 ]

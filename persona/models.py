@@ -40,6 +40,10 @@ class LongTermEntry(models.Model):
     timestamp = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     cid = models.CharField(max_length=64, blank=True, default="")
+    # A pinned entry survives the FIFO trim; a repressed one is kept but never recalled.
+    pinned = models.BooleanField(default=False)
+    repressed = models.BooleanField(default=False)
+    version = models.PositiveIntegerField(default=1)
 
     class Meta:
         abstract = True
@@ -69,6 +73,11 @@ class UserTrait(models.Model):
     score = models.FloatField(default=0.0)
     evidence = models.JSONField(default=list, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # A pinned trait keeps the score an operator set whatever new evidence says; a repressed one is
+    # never recalled.
+    pinned = models.BooleanField(default=False)
+    repressed = models.BooleanField(default=False)
+    version = models.PositiveIntegerField(default=1)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "key"], name="uniq_trait_per_user")]

@@ -1,55 +1,46 @@
-"""Reads of long-term persona memory."""
+"""Reads of the user's static profile for the pages that show and edit it. (What every recall
+reads of long-term persona memory is memory/recall/long_term.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from memory import components, reads
-from memory.engine.traits import TRAITS_BY_KEY
-from memory.engine.types import RecalledItem
+from memory.engine.traits import TRAIT_CATALOGUE
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 
-def _vector_items(user, query_vector: Sequence[float], *, kind: str, model, limit: int) -> list[RecalledItem]:
-    hits = components.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind=kind)
-    rows = {key: row for key, row in reads.by_pk(model, [h.id for h in hits],
-                                                  ("user", "text", "timestamp", "source_ids")).items()
-            if row.user_id == user.pk}
-    item_kind = "kb_fact" if kind == "kb" else "agent_trait"
-    return [
-        RecalledItem(kind=item_kind, ref=hit.id, text=rows[hit.id].text, score=hit.score,
-                     timestamp=rows[hit.id].timestamp, source_ids=tuple(rows[hit.id].source_ids),
-                     breakdown={"similarity": round(hit.score, 4)})
-        for hit in hits if hit.id in rows
-    ]
+def profile_exists(*, user) -> bool:
+    """Whether the person has answered (or skipped) the first-visit profile question."""
+    return UserProfile.objects.filter(user=user).exists()
 
 
-# What as_text() reads of a profile.
-PROFILE_FIELDS = ("name", "gender", "birth_year", "extra")
+def profile_initial(*, user) -> dict:
+    """The profile form's initial values."""
+    profile = UserProfile.objects.filter(user=user).first()
+    if profile is None:
+        return {}
+    return {"name": profile.name, "gender": profile.gender, "birth_year": profile.birth_year}
 
 
-def fixed_items(*, user, sona=None) -> list[RecalledItem]:
-    """What every recall carries whole: the profile, the agent's profile and the user's traits."""
-    items: list[RecalledItem] = []
-    profile = next(iter(reads.rows(UserProfile, PROFILE_FIELDS, equal={"user": user.pk}, limit=1)), None)
-    if profile and profile.as_text():
-        items.append(RecalledItem(kind="profile", ref="profile", text=profile.as_text(), score=1.0))
-    if sona is not None and sona.profile:
-        items.append(RecalledItem(kind="agent_profile", ref=str(sona.id), text=f"{sona.name}: {sona.profile}",
-                                  score=1.0))
-    # A user has at most one row per trait dimension (90); those at 0 say nothing.
-    for trait in reads.rows(UserTrait, ("key", "score"), equal={"user": user.pk}, order_by=("-score", "key")):
-        key, score, dim = trait.key, trait.score, TRAITS_BY_KEY.get(trait.key)
-        if dim is None or score <= 0:
-            continue
-        items.append(RecalledItem(kind="user_trait", ref=key, text=f"{dim.name} ({dim.description}): {score:.2f}",
-                                  score=score, breakdown={"score": round(score, 4)}))
-    return items
+def profile_get(*, user) -> UserProfile:
+    """The profile, or an empty one (unsaved) when none was given."""
+    return UserProfile.objects.filter(user=user).first() or UserProfile(user=user)
 
 
-def similar_items(*, user, query_vector: Sequence[float], kb_limit: int = 10,
-                  trait_limit: int = 10) -> list[RecalledItem]:
-    """KB facts and agent traits nearest to the query."""
-    return (_vector_items(user, query_vector, kind="kb", model=KnowledgeFact, limit=kb_limit)
-            + _vector_items(user, query_vector, kind="agent_trait", model=AgentTrait, limit=trait_limit))
+def traits_scored(*, user) -> list[dict]:
+    """All the trait dimensions with the user's score, flags and evidence (0 and none when unscored)."""
+    stored = {t.key: t for t in UserTrait.objects.filter(user=user)}
+    rows = []
+    for dimension in TRAIT_CATALOGUE:
+        trait = stored.get(dimension.key)
+        rows.append({"key": dimension.key, "name": dimension.name, "category": dimension.category,
+                     "description": dimension.description, "score": trait.score if trait else 0.0,
+                     "pinned": bool(trait and trait.pinned), "repressed": bool(trait and trait.repressed),
+                     "evidence": list(trait.evidence) if trait else []})
+    return rows
 
+
+def knowledge_base(*, user):
+    return KnowledgeFact.objects.filter(user=user).order_by("-created_at")
+
+
+def agent_traits(*, user):
+    return AgentTrait.objects.filter(user=user).order_by("-created_at")

@@ -4,29 +4,32 @@ from __future__ import annotations
 
 import enum
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
 
-from memory import components, graph
+from memory.adapters import configured
+from memory.config import memory_params
 from memory.engine import offline
-from memory.engine.graph import content_id
+from memory.engine.content_ids import content_id, trait_evidence_object_id
 from memory.engine.long_term import fifo_overflow, normalise_fact
 from memory.engine.mid_term import segment_after_promotion
 from memory.engine.ports import VectorPoint
 from memory.engine.traits import TRAITS_BY_KEY, trait_evidence, update_trait_score
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode, Segment
-from memory.services import _embed_or_none, _lock_state
+from memory.services import graph
+from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
+from memory.services.events import event_record
+from memory.services.model_tasks import extract_persona
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 log = logging.getLogger(__name__)
 MAX_EVIDENCE = 5
 # Pages a promotion reads when none is new since the last one (the segment's latest).
 PROMOTE_FALLBACK_PAGES = 50
-TRAIT_EVIDENCE_NAMESPACE = uuid.UUID("0c8f7a3e-5d1b-4f2a-9e6c-7b4d2a1f9e30")
 
 
 @dataclass
@@ -56,10 +59,8 @@ def _closest_page(text: str, pages: Sequence[DialoguePage]) -> DialoguePage:
 
 def _llm_extraction(user_id: int, pages: Sequence[DialoguePage]) -> Extraction | None:
     """The LLM's extraction when one is configured and answers well; None otherwise."""
-    if components.chat_model() is None or not pages:
+    if configured.chat_model() is None or not pages:
         return None
-    from memory.memory_llm import extract_persona
-
     result = extract_persona(user_id=user_id, texts=[f"User: {p.query}\nAssistant: {p.response}" for p in pages])
     if result is None:
         return None
@@ -70,12 +71,14 @@ def _llm_extraction(user_id: int, pages: Sequence[DialoguePage]) -> Extraction |
     )
 
 
-def persona_promote_segment(*, user_id: int, segment_id: str, heat: float) -> bool:
+def persona_promote_segment(*, user_id: int, segment_id: str, heat: float, now: datetime | None = None) -> bool:
     """Promote a hot segment to LPM: KB facts, user traits and agent traits with provenance edges.
 
     Only pages not yet promoted are read (or, when none is, the segment's latest pages: a
-    segment can hold thousands); L_interaction then resets to 0.
+    segment can hold thousands); L_interaction then resets to 0. `now` is the memory's time, which
+    the lifecycle events carry (an imported conversation's clock).
     """
+    at = now or timezone.now()
     segment = Segment.objects.get(id=segment_id, user_id=user_id)
     since = segment.last_promoted_at
     pages = DialoguePage.objects.filter(segment=segment)
@@ -83,27 +86,27 @@ def persona_promote_segment(*, user_id: int, segment_id: str, heat: float) -> bo
     fresh = fresh or list(reversed(pages.order_by("-seq")[:PROMOTE_FALLBACK_PAGES]))
     extraction = _llm_extraction(user_id, fresh) or extract_from_pages(fresh)
     texts = [text for text, _ in extraction.facts] + [text for text, _ in extraction.agent_traits]
-    vectors = (_embed_or_none(texts) or []) if texts else []
+    vectors = (embed_or_none(texts) or []) if texts else []
     with transaction.atomic():
-        _lock_state(user_id)
+        lock_user_state(user_id)
         segment = Segment.objects.get(id=segment_id)
         if segment.l_interaction == 0 or segment.status != Segment.Status.ACTIVE:
             return False  # another worker promoted or evicted it meanwhile
-        points = _write_extraction(user_id, segment, extraction, vectors)
-        dropped = _trim_fifo(user_id)
+        points = _write_extraction(user_id, segment, extraction, vectors, at)
+        dropped = _trim_fifo(user_id, at)
         segment.l_interaction = segment_after_promotion(segment.to_engine()).l_interaction
         segment.promoted_count += 1
         segment.last_promoted_at = timezone.now()
         segment.save(update_fields=["l_interaction", "promoted_count", "last_promoted_at"])
-        graph.event_record(user_id=user_id, kind=LifecycleEvent.Kind.SEGMENT_PROMOTED, subject_id=segment.id,
-                           heat=round(heat, 4), facts=len(extraction.facts),
-                           agent_traits=len(extraction.agent_traits), trait_hits=len(extraction.trait_hits))
+        event_record(user_id=user_id, kind=LifecycleEvent.Kind.SEGMENT_PROMOTED, subject_id=segment.id, at=at,
+                     heat=round(heat, 4), facts=len(extraction.facts),
+                     agent_traits=len(extraction.agent_traits), trait_hits=len(extraction.trait_hits))
         transaction.on_commit(lambda: _sync_vectors(user_id, points, dropped))
     return True
 
 
 def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
-                      vectors: list[list[float]]) -> list[VectorPoint]:
+                      vectors: list[list[float]], at: datetime) -> list[VectorPoint]:
     seg_node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.SEGMENT, object_id=str(segment.id),
                               cid=segment.cid or str(segment.id))
     points: list[VectorPoint] = []
@@ -122,14 +125,14 @@ def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
                                        cid=page.cid or str(page.id))
             graph.edge_put(user_id=user_id, source=node, target=page_node, relation="stated_in")
             event = (LifecycleEvent.Kind.FACT_ADDED if kind == "kb" else LifecycleEvent.Kind.AGENT_TRAIT_ADDED)
-            graph.event_record(user_id=user_id, kind=event, subject_id=row.id, text=text,
-                               segment_id=str(segment.id), page_id=str(page.id))
+            event_record(user_id=user_id, kind=event, subject_id=row.id, at=at, text=text,
+                         segment_id=str(segment.id), page_id=str(page.id))
             if vector is not None:
                 points.append(VectorPoint(id=str(row.id), vector=vector, text=text,
                                           payload={"user_id": str(user_id), "kind": kind,
                                                    "timestamp": page.timestamp.timestamp()}))
     for key, weight, matched, page in extraction.trait_hits:
-        _trait_update(user_id, key, weight, matched, page, seg_node)
+        _trait_update(user_id, key, weight, matched, page, seg_node, at)
     return points
 
 
@@ -147,44 +150,55 @@ def _lpm_row_put(model, *, user_id: int, text: str, page: DialoguePage, segment:
 
 
 def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...], page: DialoguePage,
-                  seg_node: MemoryNode) -> None:
+                  seg_node: MemoryNode, at: datetime) -> None:
     trait, _ = UserTrait.objects.get_or_create(user_id=user_id, key=key)
     old = trait.score
-    trait.score = update_trait_score(old, weight)
+    if not trait.pinned:  # an operator fixed the score: evidence is kept, the score is theirs
+        trait.score = update_trait_score(old, weight)
     trait.evidence = ([{"page_id": str(page.id), "matched": list(matched), "weight": round(weight, 4),
                         "source_ids": list(page.source_ids), "text": page.query[:200]}]
                       + list(trait.evidence))[:MAX_EVIDENCE]
     trait.save(update_fields=["score", "evidence", "updated_at"])
-    # One node per (dimension, page) piece of evidence; a uuid5 keeps the id within 64 characters.
+    # One node per (dimension, page) piece of evidence.
     node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.USER_TRAIT,
-                          object_id=str(uuid.uuid5(TRAIT_EVIDENCE_NAMESPACE, f"{key}:{page.id}")),
+                          object_id=trait_evidence_object_id(key, str(page.id)),
                           cid=content_id("user_trait", {"key": key, "page": str(page.id)}))
     graph.edge_put(user_id=user_id, source=node, target=seg_node, relation="evidence_from", weight=weight)
-    graph.event_record(user_id=user_id, kind=LifecycleEvent.Kind.TRAIT_UPDATED, subject_id=key,
-                       name=TRAITS_BY_KEY[key].name, before=round(old, 4), after=round(trait.score, 4),
-                       matched=list(matched), page_id=str(page.id))
+    event_record(user_id=user_id, kind=LifecycleEvent.Kind.TRAIT_UPDATED, subject_id=key, at=at,
+                 name=TRAITS_BY_KEY[key].name, before=round(old, 4), after=round(trait.score, 4),
+                 weight=round(weight, 4), matched=list(matched), page_id=str(page.id))
 
 
-def _trim_fifo(user_id: int) -> list[str]:
+def _trim_fifo(user_id: int, at: datetime) -> list[str]:
     """KB and agent traits keep their newest entries up to capacity."""
-    params = components.memory_params()
+    params = memory_params()
     dropped: list[str] = []
     for model, capacity, kind in ((KnowledgeFact, params.kb_capacity, LifecycleEvent.Kind.FACT_DROPPED),
                                   (AgentTrait, params.agent_trait_capacity,
                                    LifecycleEvent.Kind.AGENT_TRAIT_DROPPED)):
-        ids = [str(i) for i in model.objects.filter(user_id=user_id).order_by("created_at", "id")
-               .values_list("id", flat=True)]
-        doomed = fifo_overflow(ids, capacity=capacity)
+        rows = list(model.objects.filter(user_id=user_id).order_by("created_at", "id").values_list("id", "pinned"))
+        doomed = fifo_overflow([str(i) for i, _ in rows], capacity=capacity,
+                               pinned={str(i) for i, pinned in rows if pinned})
         if doomed:
             model.objects.filter(id__in=doomed).delete()
             for row_id in doomed:
-                graph.event_record(user_id=user_id, kind=kind, subject_id=row_id)
+                event_record(user_id=user_id, kind=kind, subject_id=row_id, at=at)
             dropped += doomed
     return dropped
 
 
+LPM_POINT_KINDS = {KnowledgeFact: "kb", AgentTrait: "agent_trait"}
+
+
+def lpm_point(row: KnowledgeFact | AgentTrait, vector) -> VectorPoint:
+    """A KB fact's or an agent trait's point: its text, dense and for BM25."""
+    return VectorPoint(id=str(row.id), vector=list(vector), text=row.text,
+                       payload={"user_id": str(row.user_id), "kind": LPM_POINT_KINDS[type(row)],
+                                "timestamp": row.timestamp.timestamp() if row.timestamp else 0.0})
+
+
 def _sync_vectors(user_id: int, points: list[VectorPoint], dropped: list[str]) -> None:
-    index = components.vector_index()
+    index = configured.vector_index()
     if points:
         index.upsert(points)
     if dropped:
@@ -204,7 +218,7 @@ def profile_update(*, user, name: str | None = None, gender: str | None = None,
     so does a birth year of None (the form's empty field): a birth year, once given, can be
     taken back."""
     if isinstance(birth_year, int) and not 1900 <= birth_year <= timezone.now().year:
-        raise ValueError(f"Birth year {birth_year} is out of range.")
+        raise MemoryInputError(f"Birth year {birth_year} is out of range.")
     with transaction.atomic():
         profile, _ = UserProfile.objects.select_for_update().get_or_create(user=user)
         changed = []
@@ -217,6 +231,6 @@ def profile_update(*, user, name: str | None = None, gender: str | None = None,
             changed.append("birth_year")
         if changed:
             profile.save(update_fields=changed + ["updated_at"])
-            graph.event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile",
-                               fields=changed)
+            event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile",
+                         fields=changed, values={attr: getattr(profile, attr) for attr in changed})
     return profile

@@ -7,22 +7,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from persona.forms import ProfileForm
-from persona.models import UserProfile
+from persona.selectors import profile_initial
 from persona.services import profile_update
-
-
-def _initial(user) -> dict:
-    profile = UserProfile.objects.filter(user=user).first()
-    if profile is None:
-        return {}
-    return {"name": profile.name, "gender": profile.gender, "birth_year": profile.birth_year}
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def profile(request):
     """The full page, or (htmx) the form alone, or the first-visit card on the chat page."""
-    form = ProfileForm(request.POST or None, initial=_initial(request.user))
+    form = ProfileForm(request.POST or None, initial=profile_initial(user=request.user))
     card = request.POST.get("card") == "1"
     saved = request.method == "POST" and form.is_valid()
     if saved:

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from memory.adapters.vectors import EdgeVectorIndex  # noqa: E402
 from memory.engine.ports import VectorPoint  # noqa: E402
-from memory.vectors import EdgeVectorIndex  # noqa: E402
 
 DIMENSION = 384
 USERS = 5

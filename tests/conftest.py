@@ -27,35 +27,45 @@ def stopped_mid_turn(user, query: str, *, minutes_ago: float):
     from django.utils import timezone
 
     from memory.models import DialoguePage
-    from memory.services import page_start
+    from memory.services.pages import page_start
 
     page = page_start(user=user, query=query)
     DialoguePage.objects.filter(id=page.id).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
     return page
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_server_warm_up():
+    """Tests import the ASGI app with settings of their own; a server's warm-up would build the
+    adapters first, with others (tests/memory/adapters/test_warm_up.py runs it in a subprocess)."""
+    from django.conf import settings
+
+    settings.MEMORYOS_WARMUP = False
+
+
 @pytest.fixture
 def memory_env(settings, tmp_path, transactional_db):
     """Real database transactions (on_commit runs), a private vector shard, maintenance inline."""
-    from memory import components
 
     settings.QDRANT_URL = ""
     settings.QDRANT_PATH = tmp_path / "qdrant"
     settings.MEMORYOS = {**settings.MEMORYOS, "MAINTENANCE_MODE": "sync"}
     settings.LLM_ENABLED = False
-    _reset_index_and_model(components)
+    _reset_index_and_model()
     yield settings
-    _reset_index_and_model(components)
+    _reset_index_and_model()
 
 
-def _reset_index_and_model(components) -> None:
+def _reset_index_and_model() -> None:
     """Forget the vector index and chat model; the embedder (slow to load) stays."""
-    if components.vector_index.cache_info().currsize:
-        close = getattr(components.vector_index(), "close", None)
+    from memory.adapters import configured
+
+    if configured.vector_index.cache_info().currsize:
+        close = getattr(configured.vector_index(), "close", None)
         if close:
             close()
-    components.vector_index.cache_clear()
-    components.chat_model.cache_clear()
+    configured.vector_index.cache_clear()
+    configured.chat_model.cache_clear()
 
 
 @pytest.fixture

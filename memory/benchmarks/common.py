@@ -43,6 +43,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from memory.adapters.vectors import dir_size_mb
+
 # --------------------------------------------------------------------------- numbers
 
 
@@ -149,18 +151,6 @@ def current_rss_mb() -> float:
     return round(pages * os.sysconf("SC_PAGE_SIZE") / 2**20, 1)
 
 
-def dir_size_mb(path: Path | str) -> float:
-    """Disk space the files under `path` take (allocated blocks, as `du`: Edge preallocates sparse files)."""
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.stat(os.path.join(root, name)).st_blocks * 512
-            except OSError:  # a file removed while walking (WAL rotation)
-                pass
-    return round(total / 2**20, 2)
-
-
 def database_size_mb() -> float:
     """Size of the current database: the SQLite file and its WAL, or pg_database_size."""
     from django.db import connection
@@ -195,9 +185,9 @@ class BenchEnv:
 
     @property
     def index(self):
-        from memory import components
+        from memory.adapters import configured
 
-        return components.vector_index()
+        return configured.vector_index()
 
     def make_user(self, prefix: str = "bench"):
         """A throwaway user (no usable password)."""
@@ -219,13 +209,13 @@ class BenchEnv:
 
 
 def _reset_vectors() -> None:
-    from memory import components
+    from memory.adapters import configured
 
-    if components.vector_index.cache_info().currsize:
-        close = getattr(components.vector_index(), "close", None)
+    if configured.vector_index.cache_info().currsize:
+        close = getattr(configured.vector_index(), "close", None)
         if close:
             close()
-    components.vector_index.cache_clear()
+    configured.vector_index.cache_clear()
 
 
 @contextmanager
@@ -308,9 +298,9 @@ def _noop() -> Iterator[None]:
 
 
 def _drop_server_collection() -> None:
-    from memory import components
+    from memory.adapters import configured
 
-    index = components.vector_index()
+    index = configured.vector_index()
     client = getattr(index, "client", None)
     if client is not None:
         client.delete_collection(index.collection)

@@ -3,7 +3,7 @@
 Each setting (threads, and whether idle threads spin) embeds the same queries twice: on the
 machine as it is, and beside a process that keeps one core busy, as the web server's other turns
 and maintenance do. The query encoder is the product's (MiniLM exported to ONNX at load,
-`memory.embeddings.OnnxEncoder`), called through the product's single-text path; only its thread
+`memory.adapters.embeddings.OnnxEncoder`), called through the product's single-text path; only its thread
 options differ. The default setting is marked.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from memory import embeddings
+from memory.adapters import embeddings
 from memory.benchmarks import common
 
 # (threads, idle threads spin): one thread, and two with and without spinning.
@@ -45,10 +45,10 @@ def busy_core() -> Iterator[subprocess.Popen]:
         child.wait()
 
 
-def _timings(loaded: embeddings._LoadedModel, queries: list[str], label: str, show: bool) -> dict[str, float]:
+def _timings(loaded: embeddings.LoadedModel, queries: list[str], label: str, show: bool) -> dict[str, float]:
     for query in queries[:WARM_UP]:
-        embeddings._embed_one(loaded, query)
-    return common.summarize_ms([common.timed_ms(lambda q=query: embeddings._embed_one(loaded, q))[0]
+        embeddings.embed_one(loaded, query)
+    return common.summarize_ms([common.timed_ms(lambda q=query: embeddings.embed_one(loaded, q))[0]
                                 for query in common.progress_iter(queries, label, show)])
 
 
@@ -60,7 +60,7 @@ def run(options: dict, stdout) -> dict:
         raise CommandError("--queries must be at least 1")
     generator = TextGenerator(options["seed"])
     queries = [generator.query() for _ in range(options["queries"])]
-    model = embeddings._minilm("cpu").model
+    model = embeddings.minilm_loaded("cpu").model
     sample = model.preprocess([embeddings.SAMPLE_TEXT])
     bert = model[0].auto_model
     default = (embeddings.query_threads(), False)
@@ -72,7 +72,7 @@ def run(options: dict, stdout) -> dict:
         raise CommandError(f"the ONNX Runtime query encoder is unavailable: {exc}") from exc
     rows: list[dict[str, Any]] = []
     for (threads, spinning), encoder in zip(SETTINGS, encoders, strict=True):
-        loaded = embeddings._LoadedModel(model=model, lock=threading.Lock(), single=encoder)
+        loaded = embeddings.LoadedModel(model=model, lock=threading.Lock(), single=encoder)
         label = f"{threads} thread{'s' if threads > 1 else ''}{', spinning' if spinning else ''}"
         quiet = _timings(loaded, queries, f"{label}, quiet", show)
         with busy_core():

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from memory.engine.retrieval import estimate_tokens
 from memory.engine.sparse import tokenize
-from memory.locomo import Conversation
+from memory.formats.locomo import Conversation
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*0*(\d+)")

@@ -1,7 +1,7 @@
 """`bench qa --data FILE`: LoCoMo answer quality (F1, BLEU-1) with the configured LLM endpoint.
 
 Per conversation, in a fresh database and vector shard: replay it through the real write path
-(memory.importing.conversation_import: page_start, page_complete, maintenance after every page),
+(memory.services.importing.conversation_import: page_start, page_reply_store, maintenance after every page),
 then answer each question of categories 1-4 (5, adversarial, is skipped) from retrieved memory
 with one LLM call: recall_for_query (no trace, no heat update, so questions do not change the
 memory the next one sees), the product's prompt assembly within the prompt budget, one
@@ -31,14 +31,16 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from memory import components
+from memory.adapters import configured
 from memory.benchmarks import common
+from memory.config import memory_params
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import assemble_prompt
-from memory.importing import conversation_import
-from memory.locomo import Conversation, LocomoFormatError, load_conversations
-from memory.recall import RECALL_POLICIES, recall_for_query
-from memory.services import sona_get_or_create
+from memory.formats.locomo import Conversation, LocomoFormatError, load_conversations
+from memory.recall.base import policy_names
+from memory.services.importing import conversation_import
+from memory.services.recall import recall_for_query
+from memory.services.users import sona_get_or_create
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 QA_SYSTEM = (
@@ -58,7 +60,7 @@ def add_arguments(parser) -> None:
                         help="indices of the conversations to run (default: all)")
     parser.add_argument("--max-questions", type=int, default=0,
                         help="answer at most this many questions per conversation (default: all)")
-    parser.add_argument("--policy", choices=RECALL_POLICIES, default=None,
+    parser.add_argument("--policy", choices=policy_names(), default=None,
                         help="recall policy (default: MEMORYOS_RECALL_POLICY)")
     parser.add_argument("--in-place", action="store_true",
                         help="use the configured database with throwaway users instead of a fresh database")
@@ -88,9 +90,14 @@ def _porter():
     return PorterStemmer()
 
 
+def answer_tokens(text: str) -> list[str]:
+    """The LoCoMo way: normalised, then Porter-stemmed tokens."""
+    return [_stem(w) for w in normalize_answer(text).split()]
+
+
 def token_f1(prediction: str, gold: str) -> float:
-    predicted = [_stem(w) for w in normalize_answer(prediction).split()]
-    expected = [_stem(w) for w in normalize_answer(gold).split()]
+    predicted = answer_tokens(prediction)
+    expected = answer_tokens(gold)
     same = sum((Counter(predicted) & Counter(expected)).values())
     if same == 0:
         return 0.0
@@ -136,7 +143,7 @@ def scored_questions(conversation: Conversation) -> list[dict[str, Any]]:
 def _model():
     if not settings.LLM_ENABLED:
         raise CommandError(NO_ENDPOINT)
-    model = components.chat_model()
+    model = configured.chat_model()
     if model is None or not hasattr(model, "usage"):
         raise CommandError(NO_ENDPOINT)
     return model
@@ -150,7 +157,7 @@ def answer_question(*, model, user, sona, conversation: Conversation, question: 
                               policy=policy)
     system = QA_SYSTEM.format(a=conversation.speaker_a, b=conversation.speaker_b)
     prompt = assemble_prompt(query=question, items=recall.items, system=system,
-                             budget_tokens=components.memory_params().prompt_token_budget)
+                             budget_tokens=memory_params().prompt_token_budget)
     try:
         answer = model.complete(prompt.messages, max_tokens=ANSWER_MAX_TOKENS).text.strip()
     except ModelError as exc:

@@ -46,7 +46,7 @@ def add_arguments(parser) -> None:
 def policy_units(user, question: str, policy: str) -> list[Unit]:
     """The policy's context in relevance order: ranked pages or turns, then the unranked tail."""
     from memory.models import Tier
-    from memory.recall import recall_for_query
+    from memory.services.recall import recall_for_query
 
     recall = recall_for_query(user=user, query=question, policy=policy, update_heat=False,
                               turn_tiers=(Tier.STM, Tier.MTM))
@@ -66,19 +66,19 @@ def _score(scores: dict, name: str, q: Question, units: list[Unit]) -> None:
 
 
 def _conversation(conv, policies, scores, latencies, ingest, show) -> int:
-    from memory import components
-    from memory.importing import conversation_import
+    from memory.adapters import configured
+    from memory.services.importing import conversation_import
 
     with bench_env() as env:
         user = env.make_user(prefix=f"locomo-{conv.sample_id}")
         report = conversation_import(user=user, conversation=conv, progress=show)
         ingest.append((conv.sample_id, report.turns, report.pages, report.seconds))
-        baselines = TurnBaselines(conv, components.embedder().embed)
+        baselines = TurnBaselines(conv, configured.embedder().embed)
         asked = questions(conv)
         bar = progress(len(asked), f"questions {conv.sample_id}", enabled=show)
         for q in asked:
             started = time.perf_counter()
-            components.embedder().embed([q.text])  # alone: what the policies' latency includes of it
+            configured.embedder().embed([q.text])  # alone: what the policies' latency includes of it
             latencies[EMBED].append((time.perf_counter() - started) * 1000)
             for name in BASELINES:
                 started = time.perf_counter()
@@ -115,7 +115,7 @@ def _targets(summary: dict[str, dict[str, float]], policies) -> dict[str, dict[s
 
 
 def run(options: dict[str, Any], stdout) -> dict[str, Any]:
-    from memory.locomo import load_conversations
+    from memory.formats.locomo import load_conversations
 
     policies = tuple(options.get("policy") or POLICIES)
     conversations = load_conversations(options["data"])

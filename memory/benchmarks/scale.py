@@ -6,7 +6,7 @@ Per size, in a fresh database and vector shard (common.bench_env):
    the retrieval trace recorded (the product's path) and without; the query embedding alone; the
    parts of a recall each alone; single searches over all of the user's pages and utterances
    (`measure_retrieval` says how they are interleaved).
-3. Ingest through the real write path for a sample: page_start + page_complete (embedding
+3. Ingest through the real write path for a sample: page_start + page_reply_store (embedding
    included) + maintenance_run, one page at a time.
 4. Database size, vector shard size, peak RSS; then Edge's `optimize()` (HNSW) and step 2 again.
 
@@ -37,14 +37,15 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 
-from memory import components
+from memory.adapters import configured
 from memory.benchmarks import common
+from memory.config import memory_params
 from memory.engine import offline
+from memory.engine.content_ids import trait_evidence_object_id
+from memory.engine.hybrid_scoring import HybridParams
 from memory.engine.long_term import normalise_fact
 from memory.engine.ports import VectorPoint
-from memory.engine.recall_policies import HybridParams
 from memory.engine.traits import TRAITS_BY_KEY
-from memory.maintenance import _segment_point, maintenance_run, segment_text
 from memory.models import (
     DialoguePage,
     LifecycleEvent,
@@ -58,19 +59,16 @@ from memory.models import (
     bytes_to_vector,
     vector_to_bytes,
 )
-from memory.recall import (
-    EMBED_PART,
-    KEYWORD_PART,
-    MTM_PARTS,
-    RECALL_POLICIES,
-    TRACE_PART,
-    VISITS_PART,
-    recall_for_query,
-)
-from memory.services import page_complete, page_point, page_start, page_text
-from memory.turns import remember_facts, turn_points
+from memory.recall.base import get_policy, policy_names
+from memory.recall.pipeline import EMBED_PART, PROFILE_PART, SIMILAR_PART, STM_PART
+from memory.services.maintenance import maintenance_run
+from memory.services.pages import page_point, page_reply_store, page_start, page_text
+from memory.services.recall import TRACE_PART, VISITS_PART, recall_for_query
+from memory.services.segments import segment_point, segment_text
+from memory.services.utterances import remember_facts, turn_points
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
+TRAIT_KEYS = sorted(TRAITS_BY_KEY)
 TOPICS: dict[str, tuple[str, ...]] = {
     "hiking": ("trail", "summit", "boots", "backpack", "ridge", "campsite"),
     "cooking": ("recipe", "pasta", "oven", "spices", "sourdough", "risotto"),
@@ -149,7 +147,7 @@ class TextGenerator:
 def add_arguments(parser) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000],
                         help="pages of the synthetic user; a fresh store per size (default 1k 10k 100k)")
-    parser.add_argument("--policies", nargs="+", choices=RECALL_POLICIES, default=list(RECALL_POLICIES),
+    parser.add_argument("--policies", nargs="+", choices=policy_names(), default=list(policy_names()),
                         help="recall policies to time (default: all)")
     parser.add_argument("--queries", type=int, default=200, help="timed recalls per variant (default 200)")
     parser.add_argument("--write-sample", type=int, default=50,
@@ -192,7 +190,7 @@ def embedding_pool(size: int, seed: int, show: bool) -> Pool:
         started, vectors = time.perf_counter(), {}
         for topic in TOPIC_NAMES:
             texts = [page_text(*gen.page(topic)) for _ in range(per_topic)]
-            vectors[topic] = np.asarray(components.embedder().embed(texts), dtype=np.float32)
+            vectors[topic] = np.asarray(configured.embedder().embed(texts), dtype=np.float32)
             bar.update(len(texts))
         bar.close()
         _POOLS[(size, seed)] = Pool(vectors=vectors, seconds=time.perf_counter() - started)
@@ -227,8 +225,8 @@ class PoolEmbedder:
 
 @contextmanager
 def _embedder_replaced(embedder):
-    """Product code that embeds (memory.turns) gets the pool embedder while points are built."""
-    with mock.patch.object(components, "embedder", lambda: embedder):
+    """Product code that embeds (memory.services.utterances) gets the pool embedder while points are built."""
+    with mock.patch.object(configured, "embedder", lambda: embedder):
         yield
 
 
@@ -243,8 +241,9 @@ USER_NAME = "Sam"
 class StoreBuilder:
     """Builds one synthetic user's store the way maintenance would have left it (see the module doc)."""
 
-    def __init__(self, env: common.BenchEnv, *, pages: int, options: dict, pool: Pool) -> None:
-        self.params = components.memory_params()
+    def __init__(self, env: common.BenchEnv, *, pages: int, options: dict, pool: Pool,
+                 full_history: bool = False) -> None:
+        self.params = memory_params()
         self.pages = pages
         self.gen = TextGenerator(options["seed"] + pages)
         self.rng = np.random.default_rng(options["seed"])
@@ -259,6 +258,10 @@ class StoreBuilder:
         self.n_segments = min(self.params.mtm_capacity, wanted) if self.mtm else 0
         self.vector_seconds = 0.0
         self.last_utterance: dict | None = None
+        # The inspector's benchmark wants every kind of event a real history has (segments formed,
+        # visits, promotions, facts, traits) at the memory's own time; the scale benchmark does not.
+        self.full_history = full_history
+        self.started_segments: set[uuid.UUID] = set()
 
     def build(self, show: bool) -> dict:
         started = time.perf_counter()
@@ -270,14 +273,14 @@ class StoreBuilder:
             self._timed_upsert(self._page_points(batch))
             bar.update(len(batch))
         bar.close()
-        self._timed_upsert([_segment_point(s) for s in self.seg_rows])
+        self._timed_upsert([segment_point(s) for s in self.seg_rows])
         self._persona()
         UserMemoryState.objects.create(user=self.user, next_seq=self.pages + 1, last_maintenance_at=self.now)
-        components.vector_index().flush()
+        configured.vector_index().flush()
         _analyze_if_postgres()
         seconds = time.perf_counter() - started
         return {"segments": self.n_segments, "stm": self.stm, "mtm": self.mtm,
-                "points": components.vector_index().count(user_id=str(self.user.pk)),
+                "points": configured.vector_index().count(user_id=str(self.user.pk)),
                 "seconds": round(seconds, 2), "vector_seconds": round(self.vector_seconds, 2),
                 "pages_per_s": round(self.pages / seconds, 1)}
 
@@ -295,7 +298,7 @@ class StoreBuilder:
             seg.cid = _cid("segment", seg.id)
             self.seg_rows.append(seg)
         texts = [segment_text(s) for s in self.seg_rows]
-        vectors = components.embedder().embed(texts) if texts else []
+        vectors = configured.embedder().embed(texts) if texts else []
         for seg, vector in zip(self.seg_rows, vectors, strict=True):
             seg.embedding = vector_to_bytes(vector)
         self.assignment = self.rng.integers(0, max(self.n_segments, 1), size=self.mtm)
@@ -306,6 +309,45 @@ class StoreBuilder:
             MemoryNode(user=self.user, kind=MemoryNode.Kind.SEGMENT, object_id=str(s.id), cid=s.cid)
             for s in self.seg_rows])
         self.seg_nodes = {s.id: n for s, n in zip(self.seg_rows, nodes, strict=True)}
+
+    def _history(self, p: DialoguePage) -> list[LifecycleEvent]:
+        """A page's events as the services would have written them over the months: it is added,
+        moves into its segment (forming it when first), recalls visit segments now and then, and
+        every fiftieth page its segment is promoted with a fact and a trait update."""
+        user, kinds, at = self.user, LifecycleEvent.Kind, p.timestamp
+
+        def event(kind: str, subject, **payload) -> LifecycleEvent:
+            return LifecycleEvent(user=user, kind=kind, subject_id=str(subject), occurred_at=at, payload=payload)
+
+        events = [event(kinds.PAGE_ADDED, p.id, seq=p.seq, sona=self.sona.name)]
+        if not p.segment_id:
+            return events
+        first = p.segment_id not in self.started_segments
+        self.started_segments.add(p.segment_id)
+        events += [event(kinds.MOVED_TO_MTM, p.id, seq=p.seq, segment_id=str(p.segment_id)),
+                   event(kinds.SEGMENT_CREATED if first else kinds.SEGMENT_MERGED, p.segment_id,
+                         page_id=str(p.id), seq=p.seq)]
+        if p.seq % 4 == 0:
+            visited = {str(self.seg_rows[i].id) for i in self.rng.integers(0, self.n_segments, size=2)}
+            events.append(event(kinds.SEGMENTS_VISITED, "", segments=sorted(visited)))
+        if p.seq % 50 == 0:
+            trait = TRAIT_KEYS[p.seq % len(TRAIT_KEYS)]
+            events += [event(kinds.SEGMENT_PROMOTED, p.segment_id, heat=6.0, facts=1, agent_traits=0, trait_hits=1),
+                       event(kinds.FACT_ADDED, uuid.uuid4(), text=f"{USER_NAME} said: {p.query[:120]}",
+                             segment_id=str(p.segment_id), page_id=str(p.id)),
+                       event(kinds.TRAIT_UPDATED, trait, name=TRAITS_BY_KEY[trait].name, before=0.0, after=0.5,
+                             matched=[], page_id=str(p.id))]
+        return events
+
+    def _evidence_nodes(self, p: DialoguePage) -> None:
+        """The graph node of the trait evidence `_history` records for every fiftieth page."""
+        if not p.segment_id or p.seq % 50:
+            return
+        key = TRAIT_KEYS[p.seq % len(TRAIT_KEYS)]
+        node = MemoryNode.objects.create(user=self.user, kind=MemoryNode.Kind.USER_TRAIT,
+                                         object_id=trait_evidence_object_id(key, str(p.id)), cid=_cid(key, p.id))
+        MemoryEdge.objects.create(user=self.user, source=node, target=self.seg_nodes[p.segment_id],
+                                  relation="evidence_from", weight=0.5)
 
     def _page(self, seq: int) -> DialoguePage:
         in_mtm = seq <= self.mtm
@@ -337,6 +379,10 @@ class StoreBuilder:
                  for p, node in zip(batch, nodes, strict=True) if p.segment_id])
             events = []
             for p in batch:
+                if self.full_history:
+                    events += self._history(p)
+                    self._evidence_nodes(p)
+                    continue
                 events.append(LifecycleEvent(user=user, kind=kinds.PAGE_ADDED, subject_id=str(p.id),
                                              payload={"seq": p.seq, "sona": self.sona.name}))
                 if p.segment_id:
@@ -349,7 +395,7 @@ class StoreBuilder:
 
     def _page_points(self, batch: list[DialoguePage]) -> list[VectorPoint]:
         """Page points and utterance ("turn") points, laid out by the product's own functions
-        (memory.turns builds the turn points exactly as maintenance's index_turns does)."""
+        (memory.services.utterances builds the turn points exactly as maintenance's index_turns does)."""
         points = [page_point(p, list(bytes_to_vector(p.embedding))) for p in batch]
         with _embedder_replaced(self.embedder):
             points += turn_points(batch, self.last_utterance, HybridParams())
@@ -361,7 +407,7 @@ class StoreBuilder:
         server that indexed it holds it (a restarted one reads them back, recall by recall)."""
         started = time.perf_counter()
         if points:
-            index = components.vector_index()
+            index = configured.vector_index()
             index.upsert(points)
             remember_facts(index, points)
         self.vector_seconds += time.perf_counter() - started
@@ -385,11 +431,23 @@ class StoreBuilder:
             rows = model.objects.bulk_create([
                 model(user=self.user, text=text, normalised=norm, cid=_cid(kind, norm), **extra)
                 for norm, text in texts.items()])
-            vectors = components.embedder().embed([r.text for r in rows])
+            if self.full_history:  # with their provenance, as a promotion writes it
+                self._lpm_nodes(rows, MemoryNode.Kind.FACT if kind == "kb" else MemoryNode.Kind.AGENT_TRAIT)
+            vectors = configured.embedder().embed([r.text for r in rows])
             points += [VectorPoint(id=str(r.id), vector=v, text=r.text,
                                    payload={"user_id": str(self.user.pk), "kind": kind, "timestamp": 0.0})
                        for r, v in zip(rows, vectors, strict=True)]
         self._timed_upsert(points)
+
+
+    def _lpm_nodes(self, rows: list, kind: str) -> None:
+        nodes = MemoryNode.objects.bulk_create([MemoryNode(user=self.user, kind=kind, object_id=str(r.id), cid=r.cid)
+                                                for r in rows])
+        segments = list(self.seg_nodes.values())
+        if segments:
+            MemoryEdge.objects.bulk_create([
+                MemoryEdge(user=self.user, source=node, target=segments[i % len(segments)], relation="extracted_from")
+                for i, node in enumerate(nodes)])
 
 
 # --------------------------------------------------------------------------- measurements
@@ -438,7 +496,7 @@ def measure_retrieval(user, sona, queries: list[str], query_vectors: list[list[f
         if embeddings[policy]:
             result["policies"][policy]["embedding"] = common.summarize_ms(embeddings[policy])
 
-    index, uid = components.vector_index(), str(user.pk)
+    index, uid = configured.vector_index(), str(user.pk)
     alone: dict[str, Any] = {
         "search_all_pages": lambda q, v: index.search(user_id=uid, vector=v, limit=10, kind="page"),
         "search_all_turns": lambda q, v: index.search(user_id=uid, vector=v, limit=80, kind="turn",
@@ -464,13 +522,13 @@ def _timed_alone(call, pairs: list[tuple[str, list[float]]], label: str, show: b
 
 
 def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, float]:
-    """Pages through page_start + page_complete (real embedding) + maintenance_run, one at a time."""
+    """Pages through page_start + page_reply_store (real embedding) + maintenance_run, one at a time."""
     gen = TextGenerator(seed + 99)
     messages = [gen.page(TOPIC_NAMES[n % len(TOPIC_NAMES)]) for n in range(count)]
 
     def one(message: tuple[str, str]) -> None:
         page = page_start(user=user, query=message[0], sona=sona, timestamp=timezone.now())
-        page_complete(page=page, response=message[1], reply_model="bench", schedule=False)
+        page_reply_store(page=page, response=message[1], reply_model="bench")
         maintenance_run(user_id=user.pk)
 
     timings, errors = [], {}
@@ -492,7 +550,7 @@ def run_size(pages: int, options: dict, show: bool) -> dict:
     pool = embedding_pool(min(options["pool"], pages), options["seed"], show)
     gen = TextGenerator(options["seed"] + 1_000_003)
     queries = [gen.query() for _ in range(options["queries"])]
-    query_vectors = components.embedder().embed(queries)
+    query_vectors = configured.embedder().embed(queries)
     measure = {"policies": options["policies"], "show": show}
     with common.bench_env(isolate_db=not options["in_place"], keep=options["keep"]) as env:
         builder = StoreBuilder(env, pages=pages, options=options, pool=pool)
@@ -536,7 +594,7 @@ def _database_vendor() -> str:
 
 def run(options: dict, stdout) -> dict:
     show = not options.get("no_progress")
-    components.embedder().embed(["warm up"])
+    configured.embedder().embed(["warm up"])
     baseline_rss = common.peak_rss_mb()
     runs = []
     for pages in sorted(set(options["sizes"])):  # ascending: the process's peak RSS is then this size's
@@ -556,7 +614,7 @@ def render(result: dict) -> str:
         "Stores built by the bulk path: rows in their tiers and segments, vectors upserted in batches. "
         f"Embeddings: real MiniLM for a pool of {opts['pool']:,} texts, reused with Gaussian noise "
         f"(sigma {opts['noise']}) for the other pages and utterances; segments, persona and queries real.",
-        "recall = memory.recall.recall_for_query, query embedding and heat update included; "
+        "recall = memory.services.recall.recall_for_query, query embedding and heat update included; "
         "'trace' = the retrieval trace is stored (the product's path); embedding = the query embedding's "
         "own time inside those recalls (Recall.embedding_ms). The parts are the recalls' own timings "
         "(Recall.timings_ms), in the order they ran; they add up to the recall. The embedding runs on "
@@ -564,7 +622,7 @@ def render(result: dict) -> str:
         "'trace' is writing the trace and committing the visits with it.",
         "all-pages / all-turns search = one dense search over all of the user's page / MTM utterance points; "
         "all-turns BM25 = one keyword search over the user's MTM utterances (the hybrid policy makes both).",
-        "write path = page_start + page_complete (embedding) + maintenance_run per page, on the built store.",
+        "write path = page_start + page_reply_store (embedding) + maintenance_run per page, on the built store.",
     ]
     return "\n\n".join([render_store_table(runs), render_latency_table(runs), render_stage_table(runs),
                         "\n".join(notes)])
@@ -605,17 +663,18 @@ def render_latency_table(runs: list[dict]) -> str:
 
 
 def render_stage_table(runs: list[dict]) -> str:
-    """One row per size, index and policy; a column per part, "p50 / p95"; the mid-term part is
-    the policy's own (segments then pages, or utterances)."""
-    columns = {"STM pages": "STM", "profile and traits": "profile, traits", KEYWORD_PART: "BM25",
-               EMBED_PART: "embedding wait", "mid-term": "mid-term", "facts and agent traits": "facts, agent traits",
+    """One row per size, index and policy; a column per part, "p50 / p95"; the early search (the
+    hybrid policy's BM25 list) and the mid-term part are the policy's own (RecallPolicy.parts)."""
+    columns = {STM_PART: "STM", PROFILE_PART: "profile, traits", "early": "BM25 (early search)",
+               EMBED_PART: "embedding wait", "mid-term": "mid-term", SIMILAR_PART: "facts, agent traits",
                VISITS_PART: "visits", TRACE_PART: "trace"}
     rows = []
     for r in runs:
         for variant in ("plain", "hnsw"):
             for policy, timing in (r["latency"].get(variant) or {}).get("policies", {}).items():
-                parts = {("mid-term" if name == MTM_PARTS.get(policy) else name): t
-                         for name, t in timing.get("parts", {}).items()}
+                own = get_policy(policy)
+                generic = {own.rank_part: "mid-term", own.early_part: "early"}
+                parts = {generic.get(name, name): t for name, t in timing.get("parts", {}).items()}
                 rows.append([r["pages"], "yes" if variant == "hnsw" else "no", policy,
                              *(f"{parts[name]['p50']:.1f} / {parts[name]['p95']:.1f}" if name in parts else "-"
                                for name in columns)])

@@ -57,6 +57,8 @@ class SessionStats:
     reply_ms: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     offline: bool | None = None
+    models_wait_ms: float = 0.0  # connected while the server still loaded its models: the wait for them
+    models: str = ""  # the server's warm-up as the ready frame told it: off, loading, ready or failed
 
 
 # --------------------------------------------------------------------------- the server
@@ -207,6 +209,12 @@ async def _session(stats: SessionStats, url: str, cookie: str, origin: str, inde
                                       open_timeout=60, max_size=2**22) as sock:
             ready = json.loads(await asyncio.wait_for(sock.recv(), timeout=60))
             stats.connected = ready.get("type") == "ready"
+            stats.models = str(ready.get("models", ""))
+            if ready.get("models") == "loading":  # the server's warm-up is still running
+                started = time.perf_counter()
+                while json.loads(await asyncio.wait_for(sock.recv(), timeout=600)).get("type") != "models.ready":
+                    pass
+                stats.models_wait_ms = (time.perf_counter() - started) * 1000
             barrier.arrive()
             arrived = True
             await barrier.all_arrived.wait()
@@ -283,8 +291,13 @@ def run(options: dict, stdout) -> dict:
         stored = DialoguePage.objects.filter(user__in=users[1:], status=PageStatus.COMPLETE).count()
         layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
         database = connection.vendor
+    # The first reply after the server started (the warm-up session's), and how long that session,
+    # connected as soon as the server answered, waited for the models (MEMORYOS_WARMUP).
+    first_reply = warm[0].reply_ms[0] if warm[0].reply_ms else float("nan")
     return summarize(sessions, wall, options, stored=stored, server_rss=server_rss, layer=layer,
-                     database=database, warm_errors=warm[0].errors, server_errors=server_errors)
+                     database=database, warm_errors=warm[0].errors, server_errors=server_errors,
+                     first_reply_ms=round(first_reply, 1), models_wait_ms=round(warm[0].models_wait_ms, 1),
+                     warm_up="off" if warm[0].models == "off" else "on")
 
 
 def summarize(sessions: list[SessionStats], wall: float, options: dict, **extra: Any) -> dict:
@@ -319,5 +332,8 @@ def render(result: dict) -> str:
         title=f"Websocket chat on loopback ({result['engine']} engine, {result['layer']}, "
               f"{result['database']})")
     errors = ", ".join(f"{k} x{v}" for k, v in result["errors"].items()) or "none"
+    start = (f"\n\nafter the server started (warm-up {result.get('warm_up')}): the first session waited "
+             f"{result.get('models_wait_ms')} ms for the models, then its first reply took "
+             f"{result.get('first_reply_ms')} ms")
     logged = f"\n\nthe server logged:\n{result['server_errors']}" if result.get("server_errors") else ""
-    return f"{table}\n\nerrors: {errors}{logged}\n{result['date']}, {result['machine']}."
+    return f"{table}{start}\n\nerrors: {errors}{logged}\n{result['date']}, {result['machine']}."

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 
-def fifo_overflow(ids_oldest_first: Sequence[str], *, capacity: int) -> tuple[str, ...]:
-    """Ids to drop so that at most `capacity` remain, oldest first."""
+def fifo_overflow(ids_oldest_first: Sequence[str], *, capacity: int,
+                  pinned: Collection[str] = ()) -> tuple[str, ...]:
+    """Ids to drop so that at most `capacity` remain, oldest first; pinned ids are never dropped
+    (so pins beyond the capacity leave room for nothing else)."""
     excess = max(0, len(ids_oldest_first) - capacity)
-    return tuple(ids_oldest_first[:excess])
+    return tuple([i for i in ids_oldest_first if i not in pinned][:excess])
 
 
 def normalise_fact(text: str) -> str:

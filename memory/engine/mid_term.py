@@ -90,12 +90,13 @@ def segment_after_promotion(segment: SegmentView) -> SegmentView:
 
 
 def plan_eviction(segments: Sequence[SegmentView], *, now: datetime, params: MemoryParams) -> Eviction:
-    """Over capacity, the coldest segments go (ties: least recently accessed, then id)."""
+    """Over capacity, the coldest segments go (ties: least recently accessed, then id); a pinned
+    segment never goes, so pins beyond the capacity leave MTM over it."""
     excess = len(segments) - params.mtm_capacity
     if excess <= 0:
         return Eviction(segment_ids=(), heats=())
     ranked = sorted(
-        ((segment_heat(seg, now=now, params=params), seg) for seg in segments),
+        ((segment_heat(seg, now=now, params=params), seg) for seg in segments if not seg.pinned),
         key=lambda pair: (pair[0], pair[1].last_access, pair[1].id),
     )
     coldest = ranked[:excess]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .text import _is_question, content_terms, split_sentences
+from .text import content_terms, is_question, split_sentences
 
 # --- first-person statements ------------------------------------------------------------------
 
@@ -310,7 +310,7 @@ def extract_user_facts(text: str, *, subject: str = "User") -> list[str]:
     """
     facts: list[str | None] = []
     for sentence in split_sentences(text):
-        if _is_question(sentence) or _CONDITIONAL.match(sentence):
+        if is_question(sentence) or _CONDITIONAL.match(sentence):
             continue
         for pattern, replacement in _COLLOQUIAL:
             sentence = pattern.sub(replacement, sentence)
@@ -406,6 +406,6 @@ def extract_agent_traits(text: str, *, subject: str = "Assistant") -> list[str]:
     for sentence in split_sentences(text):
         if not _CONDITIONAL.match(sentence):
             traits.extend(_suggestions(sentence, subject))
-            if not _is_question(sentence):
+            if not is_question(sentence):
                 traits.extend(_statements(sentence, subject))
     return _dedupe(traits, limit=8)

@@ -1,6 +1,6 @@
 """Ports: the small interfaces the engine and services talk to.
 
-Real adapters live in memory/vectors.py, memory/embeddings.py and memory/llm.py;
+Real adapters live in memory/adapters/ (vectors.py, embeddings.py, llm.py);
 small fakes for mechanics tests live in tests/fakes.py.
 """
 

@@ -81,15 +81,18 @@ def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
     kept, dropped, used = _fit(items, max(0, budget_tokens - fixed))
     blocks: list[str] = []
     sections: dict[str, int] = {}
-    for kind in ("profile", "user_trait", "kb_fact", "agent_profile", "agent_trait", "mtm_page", "turn",
-                 "stm_page"):
+    known = ("profile", "user_trait", "kb_fact", "agent_profile", "agent_trait", "mtm_page", "turn", "stm_page")
+    # A kind a newer recall policy brings is shown too, after the known ones, in the order ranked.
+    others = tuple(dict.fromkeys(item.kind for item in kept if item.kind not in known))
+    for kind in (*known[:-1], *others, known[-1]):
         chosen = [item for item in kept if item.kind == kind]
         if kind == "stm_page":  # the recent conversation reads best in time order
             chosen.sort(key=lambda item: (item.timestamp is None, item.timestamp))
         if chosen:
             sections[kind] = len(chosen)
             body = "\n".join(render_item(item) for item in chosen)
-            blocks.append(f"## {SECTION_TITLES[kind]}\n{body}")
+            title = SECTION_TITLES.get(kind, f"Recalled ({kind.replace('_', ' ')})")
+            blocks.append(f"## {title}\n{body}")
     memory_text = "\n\n".join(blocks) if blocks else "(nothing remembered yet)"
     system_text = f"{system}\n\n# Memory\n{memory_text}"
     messages = (ChatMessage(role="system", content=system_text), ChatMessage(role="user", content=query))

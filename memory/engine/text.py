@@ -183,7 +183,7 @@ _ADVERB_ENDINGS = ("ally", "ously", "ively", "fully", "ently", "antly", "lessly"
 # Role labels open a line ("User: ...") or follow a bar ("User: ... | Assistant: ...").
 _ROLE_LABEL = re.compile(r"(?im)(?:^|\s\|)\s*(user|assistant|system)\s*:\s*")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
-_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)*")
+WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)*")
 
 
 class Term(NamedTuple):
@@ -193,17 +193,17 @@ class Term(NamedTuple):
     proper: bool
 
 
-def _clean(text: str) -> str:
+def clean_text(text: str) -> str:
     return text.replace("’", "'").replace("‘", "'")
 
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of a text; role labels ("User:") and blank pieces removed."""
-    text = _ROLE_LABEL.sub("\n", _clean(text))
+    text = _ROLE_LABEL.sub("\n", clean_text(text))
     return [piece.strip() for piece in _SENTENCE_END.split(text) if piece and piece.strip()]
 
 
-def _is_question(sentence: str) -> bool:
+def is_question(sentence: str) -> bool:
     return sentence.rstrip(" \"')").endswith("?")
 
 
@@ -223,8 +223,8 @@ def _is_vocative(sentence: str, match: re.Match[str], previous: re.Match[str] | 
     return closes and (lead in _LOOSE_VOCATIVE_LEADS or (comma_between and after != ","))
 
 
-def _sentence_terms(sentence: str) -> list[Term]:
-    words = list(_WORD.finditer(sentence))
+def sentence_terms(sentence: str) -> list[Term]:
+    words = list(WORD.finditer(sentence))
     terms: list[Term] = []
     for index, match in enumerate(words):
         word = match.group()
@@ -250,9 +250,9 @@ def _sentence_terms(sentence: str) -> list[Term]:
 
 def content_terms(text: str) -> list[Term]:
     """Every content word of `text` in order, normalised as the keyword sets are."""
-    return [term for sentence in split_sentences(text) for term in _sentence_terms(sentence)]
+    return [term for sentence in split_sentences(text) for term in sentence_terms(sentence)]
 
 
 def normalise_words(text: str) -> frozenset[str]:
     """All words of `text` (stopwords too) lowercased and stemmed, for lexicon matching."""
-    return frozenset(stem(word.lower()) for word in _WORD.findall(_clean(text)))
+    return frozenset(stem(word.lower()) for word in WORD.findall(clean_text(text)))

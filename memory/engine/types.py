@@ -54,6 +54,7 @@ class SegmentView:
     l_interaction: int
     last_access: datetime
     page_count: int = 0
+    pinned: bool = False  # by an operator, or holding a pinned page: never evicted
 
 
 @dataclass(frozen=True)

@@ -90,12 +90,19 @@
   }
 
   // Queued behind the user's previous turn until the server starts this one.
+  // A turn that comes while the server is still loading its memory models waits for them.
   function startTurn(frame) {
     const article = turnFor(frame);
     if (article.dataset.state === "queued") {
       article.dataset.state = "thinking";
-      article.querySelector(".thinking-label").textContent = "thinking";
+      article.querySelector(".thinking-label").textContent = frame.loading
+        ? "loading the memory models (only after a server start)…" : "thinking";
     }
+  }
+
+  function showModels(state) {
+    if (state === "loading") setConnection("loading", "Connected · loading the memory models…");
+    else if (connection.dataset.state === "loading") setConnection("open", "Connected");
   }
 
   function turnFor(frame) {
@@ -186,7 +193,11 @@
 
   function handle(frame) {
     switch (frame.type) {
-      case "ready": if (frame.max_message_chars) chat.dataset.maxChars = frame.max_message_chars; break;
+      case "ready":
+        if (frame.max_message_chars) chat.dataset.maxChars = frame.max_message_chars;
+        showModels(frame.models);
+        break;
+      case "models.ready": showModels(frame.models); break;
       case "turn.user":
         if (frame.text === lastSent) lastSent = null;
         newTurn(frame.turn_id, frame.text, frame.sona);
@@ -241,9 +252,18 @@
   input.addEventListener("input", updateCounter);
 
   // The persona bar is swapped by htmx; keep the placeholder in step with the chosen persona.
+  // A note swapped in with data-dismiss-after (the profile card's "Thanks") goes away by itself.
   document.body.addEventListener("htmx:afterSwap", () => {
     const select = document.getElementById("sona-select");
     if (select) input.placeholder = `Message ${select.options[select.selectedIndex].text}…`;
+    document.querySelectorAll("[data-dismiss-after]:not([data-dismissing])").forEach((note) => {
+      note.dataset.dismissing = "1";
+      setTimeout(() => note.remove(), Number(note.dataset.dismissAfter));
+    });
+  });
+  document.body.addEventListener("click", (event) => {
+    const close = event.target.closest("[data-dismiss]");
+    if (close) close.parentElement.remove();
   });
 
   scrollToEnd(true);

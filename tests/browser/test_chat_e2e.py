@@ -105,6 +105,8 @@ def test_chat_remembers_across_reload_and_moves_old_turns_to_mtm(memoryos_server
     last.locator("details.recall summary").click()
     expect(last.locator(".recall-section").first).to_be_visible(timeout=30_000)
     expect(last.locator(".recall-body")).to_contain_text("Recent turns (short-term)")
+    expect(last.locator(".recall-body .why").first).to_be_visible()  # why, in words, first
+    last.locator("details.numbers summary").first.click()  # the numbers, for operators
     expect(last.locator(".scores").first).to_be_visible()
     last.locator(".recall-body").scroll_into_view_if_needed()
     page.screenshot(path=artifacts / "chat-recall-panel.png")

@@ -58,3 +58,13 @@ def test_budget_drops_lowest_priority_first():
 def test_empty_memory_says_so():
     prompt = assemble_prompt(query="q", items=[], system="s", budget_tokens=100)
     assert "(nothing remembered yet)" in prompt.messages[0].content
+
+
+def test_a_kind_the_prompt_does_not_know_is_rendered_before_the_recent_conversation():
+    items = [item("stm_page", "p1", "User: hi | Assistant: hello"),
+             item("recollection", "r1", "In May you planned a trip to Lisbon"),
+             item("kb_fact", "f1", "User has a dog named Max")]
+    system = assemble_prompt(query="q", items=items, system="SYS", budget_tokens=1000).messages[0].content
+    assert "## Recalled (recollection)\n- [08 May 2026 13:56] In May you planned a trip to Lisbon" in system
+    assert system.index("Facts about the user") < system.index("Recalled (recollection)") \
+        < system.index("Recent conversation")

@@ -1,4 +1,4 @@
-"""`manage.py bench {retrieval,scale,qa,ws,embed} [...]`: the benchmarks, as a table or as --json.
+"""`manage.py bench {retrieval,scale,qa,answer,ws,embed,inspector,memoria} [...]`: the benchmarks (tables or --json).
 
 Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
 `run(options, stdout) -> dict` and `render(result) -> str`. Modules are imported when their
@@ -20,8 +20,11 @@ BENCHMARKS = {
     "retrieval": "LoCoMo evidence recall of the recall policies against BM25 and dense baselines",
     "scale": "retrieval latency, ingest throughput and sizes as one user's store grows",
     "qa": "LoCoMo answer F1 / BLEU-1 with the configured LLM endpoint",
+    "answer": "LoCoMo: how often the offline engine's reply holds the gold answer, against quoting BM25's top turn",
     "ws": "websocket chat load on loopback: concurrent sessions, time to first token, errors",
     "embed": "query embedding latency by encoder thread setting, quiet and beside a busy core",
+    "inspector": "the memory inspector's pages and figures at 10,000 pages, and replay steps",
+    "memoria": "Memoria's pure core: CIDs, block verification, CAR archives, rank and budgeted expansion",
 }
 
 

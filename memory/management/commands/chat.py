@@ -6,7 +6,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.services import MemoryInputError, sona_get_or_create, turn_run, user_get
+from memory.services.common import MemoryInputError
+from memory.services.turns import turn_run
+from memory.services.users import sona_get_or_create, user_get
 
 
 def _lines():

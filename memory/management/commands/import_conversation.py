@@ -1,4 +1,8 @@
-"""`manage.py import_conversation FILE --user NAME [--sample I]`: replay a LoCoMo-format conversation."""
+"""`manage.py import_conversation FILE --user NAME [--sample I]`: replay a LoCoMo-format conversation.
+
+The whole file is checked first and nothing is stored when it is invalid; running it again adds
+only the pages not stored yet (after a stop, or never: a second run of the same file is a no-op).
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.importing import conversation_import
-from memory.locomo import LocomoFormatError, load_conversations
+from memory.formats.locomo import LocomoFormatError, load_conversations
 from memory.selectors import memory_stats
-from memory.services import MemoryInputError, user_get
+from memory.services.common import MemoryInputError
+from memory.services.importing import conversation_import, conversations_validate
+from memory.services.users import user_get
 
 
 class Command(BaseCommand):
@@ -18,7 +23,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
-        parser.add_argument("--user", required=True, help="created if it does not exist")
+        parser.add_argument("--user", required=True, help="created if it does not exist (same rules as sign-up)")
         parser.add_argument("--sample", type=int, default=0, help="index of the conversation in the file")
         parser.add_argument("--json", action="store_true", help="print the final counts as JSON")
 
@@ -31,13 +36,14 @@ class Command(BaseCommand):
         if not 0 <= index < len(conversations):
             raise CommandError(f"--sample {index} is out of range: the file has {len(conversations)} samples.")
         try:
+            conversations_validate(conversations)  # the whole file, before anything is stored
             user = user_get(username=opts["user"], create=True)
+            report = conversation_import(user=user, conversation=conversations[index], progress=True)
         except MemoryInputError as exc:
             raise CommandError(str(exc)) from None
-        report = conversation_import(user=user, conversation=conversations[index], progress=True)
         stats = memory_stats(user=user)
-        self.stdout.write(f"imported {report.sample_id}: {report.turns} turns as {report.pages} pages "
-                          f"in {report.seconds:.1f}s")
+        self.stdout.write(f"imported {report.sample_id}: {report.turns} turns as {report.pages} pages, "
+                          f"{report.added} added and {report.already} already stored, in {report.seconds:.1f}s")
         if opts["json"]:
             self.stdout.write(json.dumps({"import": report.__dict__, "stats": stats}, indent=2))
         else:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.maintenance import maintenance_run
-from memory.models import UserMemoryState
-from memory.services import MemoryInputError, stopped_turn_pages, user_get
+from memory.selectors import users_with_maintenance_to_do
+from memory.services.common import MemoryInputError
+from memory.services.maintenance import maintenance_run
+from memory.services.users import user_get
 
 
 class Command(BaseCommand):
@@ -22,10 +23,7 @@ class Command(BaseCommand):
             except MemoryInputError as exc:
                 raise CommandError(str(exc)) from None
         else:
-            # Due, or holding a page whose turn stopped before its reply (a crash between the
-            # message being stored and the reply: nothing marked maintenance due).
-            due = UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True)
-            user_ids = sorted(set(due) | set(stopped_turn_pages().values_list("user_id", flat=True)))
+            user_ids = users_with_maintenance_to_do()
         for user_id in user_ids:
             report = maintenance_run(user_id=user_id)
             self.stdout.write(f"user={user_id} interrupted={report.interrupted} moved={report.moved} "

@@ -7,7 +7,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.selectors import memory_stats
-from memory.services import MemoryInputError, user_get
+from memory.services.common import MemoryInputError
+from memory.services.users import user_get
 
 
 class Command(BaseCommand):

@@ -11,29 +11,20 @@ minutes per 100,000 points on 2 cores). A Qdrant server (QDRANT_URL) optimises o
 
 from __future__ import annotations
 
-import time
-
-from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from memory import components
-from memory.benchmarks.common import dir_size_mb
+from memory.services.reindex import vectors_optimize
 
 
 class Command(BaseCommand):
     help = "Build HNSW indexes of the embedded vector shard (run with the server stopped)."
 
     def handle(self, *args, **opts):
-        if settings.QDRANT_URL:
+        report = vectors_optimize()
+        if report is None:
             self.stdout.write("QDRANT_URL is set: the Qdrant server optimises its collection itself.")
             return
-        index = components.vector_index()
-        shard_dir = index.shard_dir
-        points = index.count()
-        before = dir_size_mb(shard_dir)
-        started = time.perf_counter()
-        changed = index.optimize()
-        seconds = time.perf_counter() - started
-        verdict = "optimised" if changed else "already optimal"
-        self.stdout.write(f"{verdict}: {points:,} points in {seconds:.1f} s; "
-                          f"shard {before:.1f} MB -> {dir_size_mb(shard_dir):.1f} MB ({shard_dir})")
+        verdict = "optimised" if report.changed else "already optimal"
+        self.stdout.write(f"{verdict}: {report.points:,} points in {report.seconds:.1f} s; "
+                          f"shard {report.size_before_mb:.1f} MB -> {report.size_after_mb:.1f} MB "
+                          f"({report.shard_dir})")

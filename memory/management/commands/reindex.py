@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from memory.indexing import reindex_all
+from memory.services.reindex import reindex_all
 
 
 class Command(BaseCommand):

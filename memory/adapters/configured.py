@@ -1,0 +1,131 @@
+"""The adapters this process uses, built lazily once from settings (an embedded Qdrant shard opens
+in one process only): the embedder, the vector index and the chat model, each behind its engine port."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.conf import settings
+
+from memory.engine.ports import ChatModel, Embedder, VectorIndex
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_build_lock = threading.RLock()  # re-entrant: vector_index() builds embedder() on its way
+
+
+def _built_once(factory: Callable[[], T]) -> Callable[[], T]:
+    """functools.cache that also holds when several threads ask first at the same moment.
+
+    Chat turns run in a thread pool: without the lock, two first turns would each open the embedded
+    Qdrant shard, and the second fails ("path already contains segment data")."""
+    cached = functools.cache(factory)
+
+    @functools.wraps(factory)
+    def get() -> T:
+        if cached.cache_info().currsize:
+            return cached()
+        with _build_lock:
+            return cached()
+
+    get.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    get.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    return get
+
+
+@_built_once
+def embedder() -> Embedder:
+    from memory.adapters.embeddings import build_embedder
+
+    if settings.EMBEDDING_BACKEND == "openai":
+        return build_embedder(backend="openai", api_key=settings.OPENAI_API_KEY,
+                              base_url=settings.OPENAI_BASE_URL, model=settings.EMBEDDING_MODEL)
+    return build_embedder(backend="minilm")
+
+
+@_built_once
+def vector_index() -> VectorIndex:
+    from memory.adapters.vectors import open_vector_index
+
+    return open_vector_index(url=settings.QDRANT_URL or None, path=settings.QDRANT_PATH,
+                             dimension=embedder().dimension, collection=settings.QDRANT_COLLECTION,
+                             api_key=settings.QDRANT_API_KEY)
+
+
+@_built_once
+def chat_model() -> ChatModel | None:
+    """The configured LLM, or None: then the offline engine answers and maintains memory."""
+    if not settings.LLM_ENABLED:
+        return None
+    from memory.adapters.llm import OpenAIChatModel
+
+    return OpenAIChatModel(api_key=settings.OPENAI_API_KEY or "not-needed",
+                           base_url=settings.OPENAI_BASE_URL, model=settings.OPENAI_CHAT_MODEL,
+                           timeout=settings.OPENAI_TIMEOUT, max_retries=settings.OPENAI_MAX_RETRIES)
+
+
+# The warm-up a server starts (memoryos_site/asgi.py): "off" where none was started (commands,
+# tests), "loading" while it runs, then "ready" (or "failed": the first turn then builds them).
+_warm_up_state = "off"
+_warm_up_done = threading.Event()
+
+
+def adapters_warm_up() -> None:
+    """Build the embedder and the vector index and embed one text, so that the first turn after a
+    start does not wait for them (MiniLM loads and is exported to ONNX: seconds)."""
+    global _warm_up_state
+    started = time.perf_counter()
+    try:
+        embedder().embed(["warm-up"])
+        vector_index()
+        _warm_up_state = "ready"
+        log.info("event=adapters_warm seconds=%.1f", time.perf_counter() - started)
+    except Exception:  # a turn will try again, and say what failed
+        _warm_up_state = "failed"
+        log.exception("event=adapters_warm_up_failed")
+    finally:
+        _warm_up_done.set()
+
+
+def adapters_warm_up_in_background() -> threading.Thread:
+    """Start the warm-up on a thread of its own: the server answers pages meanwhile, and a turn that
+    comes early waits for the adapters being built (the build lock) instead of building them twice."""
+    global _warm_up_state
+    _warm_up_state = "loading"
+    _warm_up_done.clear()
+    thread = threading.Thread(target=adapters_warm_up, name="adapters-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def adapters_state() -> str:
+    """"off", "loading", "ready" or "failed": how the warm-up of this process stands."""
+    return _warm_up_state
+
+
+def adapters_wait_ready(timeout: float | None = None) -> bool:
+    """Block until a started warm-up has ended (True), or the timeout passed (False)."""
+    return _warm_up_state == "off" or _warm_up_done.wait(timeout)
+
+
+def reset_adapters() -> None:
+    """Forget built adapters (settings changed)."""
+    with _build_lock:
+        _reset()
+
+
+def _reset() -> None:
+    for factory in (embedder, chat_model):
+        factory.cache_clear()
+    if vector_index.cache_info().currsize:
+        index = vector_index()
+        close = getattr(index, "close", None)
+        if close:
+            close()
+    vector_index.cache_clear()

@@ -1,0 +1,226 @@
+"""The Django admin over memory: every model, to look at (list columns, search, filters, read-only
+computed fields: heat and its terms, content ids) and to act on through the same services as the
+inspector (pin, repress, delete along provenance, forget a user). Nothing here writes a model
+directly: the change forms are read-only, and the stock delete is replaced by the provenance delete.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.utils import timezone
+
+from memory.config import memory_params
+from memory.engine.heat import heat_breakdown
+from memory.models import (
+    ApiToken,
+    DialoguePage,
+    LifecycleEvent,
+    MemoryEdge,
+    MemoryNode,
+    RetrievalTrace,
+    Segment,
+    Sona,
+    UserMemoryState,
+)
+from memory.services.common import MemoryInputError
+from memory.services.deletion import memory_delete, user_forget
+from memory.services.editing import memory_pin, memory_repress
+
+EDIT = "memory.edit_any_user"
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Looked at, never written here: memory changes through its services."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class SteeredAdmin(ReadOnlyAdmin):
+    """A memory operators steer: actions that call the services, one memory at a time, audited."""
+
+    memory_kind = ""
+    actions = ["pin", "unpin", "repress", "unrepress", "delete_along_provenance"]
+
+    def has_edit_memory_permission(self, request) -> bool:
+        return request.user.has_perm(EDIT)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # the stock delete would bypass provenance
+        return actions
+
+    def _each(self, request, queryset, verb: str, act) -> None:
+        done, failed = 0, []
+        for row in queryset:
+            try:
+                act(row)
+                done += 1
+            except MemoryInputError as exc:
+                failed.append(str(exc))
+        self.message_user(request, f"{verb}: {done}", messages.SUCCESS if done else messages.INFO)
+        for reason in failed:
+            self.message_user(request, reason, messages.ERROR)
+
+    def _ident(self, row) -> str:
+        return str(row.pk)
+
+    @admin.action(description="Pin", permissions=["edit_memory"])
+    def pin(self, request, queryset):
+        self._each(request, queryset, "Pinned", lambda r: memory_pin(
+            user=r.user, kind=self.memory_kind, ident=self._ident(r), actor=request.user, reason="admin"))
+
+    @admin.action(description="Unpin", permissions=["edit_memory"])
+    def unpin(self, request, queryset):
+        self._each(request, queryset, "Unpinned", lambda r: memory_pin(
+            user=r.user, kind=self.memory_kind, ident=self._ident(r), actor=request.user, reason="admin", pinned=False))
+
+    @admin.action(description="Repress (kept, never recalled)", permissions=["edit_memory"])
+    def repress(self, request, queryset):
+        self._each(request, queryset, "Repressed", lambda r: memory_repress(
+            user=r.user, kind=self.memory_kind, ident=self._ident(r), actor=request.user, reason="admin"))
+
+    @admin.action(description="Unrepress", permissions=["edit_memory"])
+    def unrepress(self, request, queryset):
+        self._each(request, queryset, "Unrepressed", lambda r: memory_repress(
+            user=r.user, kind=self.memory_kind, ident=self._ident(r), actor=request.user, reason="admin",
+            repressed=False))
+
+    @admin.action(description="Delete along provenance (final)", permissions=["edit_memory"])
+    def delete_along_provenance(self, request, queryset):
+        self._each(request, queryset, "Deleted for good", lambda r: memory_delete(
+            user=r.user, kind=self.memory_kind, ident=self._ident(r), actor=request.user, reason="admin"))
+
+
+@admin.register(DialoguePage)
+class DialoguePageAdmin(SteeredAdmin):
+    memory_kind = "page"
+    list_display = ("seq", "user", "tier", "status", "short_query", "timestamp", "pinned", "repressed", "version")
+    list_filter = ("tier", "status", "pinned", "repressed", "reply_model")
+    search_fields = ("query", "response", "user__username", "cid")
+    readonly_fields = ("cid",)
+    list_select_related = ("user",)
+    exclude = ("embedding",)
+
+    @admin.display(description="query")
+    def short_query(self, page):
+        return page.query[:80]
+
+
+@admin.register(Segment)
+class SegmentAdmin(SteeredAdmin):
+    memory_kind = "segment"
+    list_display = ("short_id", "user", "status", "page_count", "n_visit", "l_interaction", "heat", "pinned",
+                    "repressed", "last_access")
+    list_filter = ("status", "pinned", "repressed", "summary_source")
+    search_fields = ("summary", "user__username", "cid")
+    readonly_fields = ("heat_terms", "cid")
+    list_select_related = ("user",)
+    exclude = ("embedding",)
+
+    @admin.display(description="segment")
+    def short_id(self, segment):
+        return segment.label
+
+    def _terms(self, segment) -> dict[str, float]:
+        return heat_breakdown(segment.to_engine(with_embedding=False), now=timezone.now(), params=memory_params())
+
+    @admin.display(description="heat")
+    def heat(self, segment):
+        return round(self._terms(segment)["heat"], 3)
+
+    @admin.display(description="heat = α·N_visit + β·L_interaction + γ·recency")
+    def heat_terms(self, segment):
+        terms = self._terms(segment)
+        return (f"{terms['heat']:.3f} = {terms['visits']:.2f} + {terms['interaction']:.2f} + "
+                f"{terms['recency']:.4f}")
+
+
+@admin.register(Sona)
+class SonaAdmin(ReadOnlyAdmin):
+    list_display = ("name", "user", "recall_policy", "is_default", "created_at")
+    list_filter = ("recall_policy", "is_default")
+    search_fields = ("name", "profile", "user__username")
+
+
+@admin.register(UserMemoryState)
+class UserMemoryStateAdmin(ReadOnlyAdmin):
+    list_display = ("user", "next_seq", "maintenance_due", "maintenance_failures", "last_maintenance_at")
+    list_filter = ("maintenance_due",)
+    search_fields = ("user__username", "last_error")
+
+
+@admin.register(MemoryNode)
+class MemoryNodeAdmin(ReadOnlyAdmin):
+    list_display = ("kind", "object_id", "cid", "user", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("cid", "object_id", "user__username")
+
+
+@admin.register(MemoryEdge)
+class MemoryEdgeAdmin(ReadOnlyAdmin):
+    list_display = ("source", "relation", "target", "weight", "user")
+    list_filter = ("relation",)
+    search_fields = ("source__cid", "target__cid", "user__username")
+    list_select_related = ("source", "target", "user")
+
+
+@admin.register(LifecycleEvent)
+class LifecycleEventAdmin(ReadOnlyAdmin):
+    list_display = ("kind", "subject_id", "user", "occurred_at", "created_at")
+    list_filter = ("kind",)
+    search_fields = ("subject_id", "user__username")
+    date_hierarchy = "created_at"
+
+
+@admin.register(RetrievalTrace)
+class RetrievalTraceAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "user", "policy", "short_query", "latency_ms", "prompt_tokens")
+    list_filter = ("policy",)
+    search_fields = ("query", "user__username")
+
+    @admin.display(description="query")
+    def short_query(self, trace):
+        return trace.query[:80]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ReadOnlyAdmin):
+    """Tokens are made and revoked by their person on /settings/tokens/; their hash is not shown."""
+
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "prefix", "user__username")
+    exclude = ("key_hash",)
+
+
+User = get_user_model()
+
+
+class MemoryUserAdmin(UserAdmin):
+    """Django's user admin, with the right to erasure: forget everything of a user's memory."""
+
+    actions = [*UserAdmin.actions, "forget_memory"]
+
+    def has_edit_memory_permission(self, request) -> bool:
+        return request.user.has_perm(EDIT)
+
+    @admin.action(description="Forget their memory (everything remembered; final)", permissions=["edit_memory"])
+    def forget_memory(self, request, queryset):
+        for user in queryset:
+            counts = user_forget(user=user, actor=request.user, reason="admin: right to erasure")
+            self.message_user(request, f"Forgot {user.get_username()}: {counts['pages']} pages, "
+                                       f"{counts['facts']} facts, {counts['events']} events.", messages.SUCCESS)
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, MemoryUserAdmin)

@@ -1,0 +1,257 @@
+"""The inspector's figures: pure functions from plain data to a plotly figure (as JSON).
+
+Built with plotly.graph_objects, handed to the page with `json_script` and drawn by the plotly.js
+the app serves itself (static/js/charts.js). Figures aggregate or thin their data so a page stays
+fast for a user with 10,000 pages: at most MAX_SEGMENT_LINES heat lines, MAX_POINTS_PER_LINE points
+a line, MAX_MEMBERSHIP_POINTS page markers (beyond that, pages are counted per segment and day).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.subplots import make_subplots
+
+from memory.engine.lifecycle import HeatHistory, HeatPoint
+
+MAX_SEGMENT_LINES = 12
+MAX_POINTS_PER_LINE = 240
+MAX_MEMBERSHIP_POINTS = 4000
+CATEGORY_COLOURS = {"basic_needs_personality": "#3f5bd9", "ai_alignment": "#8a4fd1", "content_interest": "#1f8a57"}
+TIER_COLOURS = {"stm": "#3f5bd9", "mtm": "#8a4fd1", "lpm": "#1f8a57"}
+CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def _layout(**extra: Any) -> str:
+    base = {"margin": {"l": 56, "r": 16, "t": 36, "b": 44}, "font": {"size": 12},
+            "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff", "hovermode": "closest",
+            "legend": {"orientation": "h", "y": -0.18}}
+    base.update(extra)
+    return base
+
+
+def to_json(figure: go.Figure) -> str:
+    """The figure as plotly JSON. Array data is handed to plotly as numpy arrays, which it checks
+    whole; lists are checked element by element, which made a 10,000-page figure take seconds."""
+    return pio.to_json(figure, validate=False)
+
+
+def _arr(values: Sequence[Any]) -> np.ndarray:
+    """Numbers as a float array, anything else (text, ISO times) as an object array."""
+    values = list(values)
+    if values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return np.asarray(values, dtype=float)
+    return np.asarray(values, dtype=object)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def _thin(points: Sequence[HeatPoint], limit: int) -> list[HeatPoint]:
+    """At most `limit` points, keeping the first, the last and the peak."""
+    if len(points) <= limit:
+        return list(points)
+    step = len(points) / (limit - 2)
+    kept = {0, len(points) - 1, max(range(len(points)), key=lambda i: points[i].heat)}
+    kept.update(int(i * step) for i in range(limit - 2))
+    return [points[i] for i in sorted(kept)]
+
+
+def heat_figure(history: HeatHistory, *, labels: Mapping[str, str], threshold: float,
+                decay: Sequence[tuple[float, float]], mu_seconds: float) -> str:
+    """Top: each segment's heat over the conversation's time (the hottest MAX_SEGMENT_LINES by peak),
+    the promotion threshold τ and the eviction cut; hover shows the three terms. Bottom: the
+    recency term exp(−Δt/μ) alone over the user's time span."""
+    figure = make_subplots(rows=2, cols=1, row_heights=[0.7, 0.3], vertical_spacing=0.14,
+                           subplot_titles=("Heat = α·N_visit + β·L_interaction + γ·exp(−Δt/μ)",
+                                           f"Recency term exp(−Δt/μ), μ = {mu_seconds:,.0f} s"))
+    ranked = sorted(history.series.items(), key=lambda item: -max(p.heat for p in item[1]))
+    for sid, points in ranked[:MAX_SEGMENT_LINES]:
+        shown = _thin(points, MAX_POINTS_PER_LINE)
+        figure.add_trace(go.Scatter(
+            x=_arr([_iso(p.at) for p in shown]), y=_arr([round(p.heat, 4) for p in shown]), mode="lines",
+            name=labels.get(sid, sid[:8]), line={"shape": "linear", "width": 2},
+            customdata=np.asarray([[p.visits, p.interaction, p.recency] for p in shown], dtype=float).round(4),
+            hovertemplate=("%{x}<br>heat %{y:.3f}<br>α·N_visit %{customdata[0]:.2f} · β·L_interaction "
+                           "%{customdata[1]:.2f} · γ·recency %{customdata[2]:.3f}<extra>%{fullData.name}</extra>"),
+            meta={"segment_id": sid},
+        ), row=1, col=1)
+    if history.start is not None and history.end is not None:
+        figure.add_trace(go.Scatter(x=[_iso(history.start), _iso(history.end)], y=[threshold, threshold],
+                                    mode="lines", name=f"promotion threshold τ = {threshold:g}",
+                                    line={"dash": "dash", "color": "#c0392b"}, meta={"role": "threshold"}),
+                         row=1, col=1)
+    if history.cut:
+        figure.add_trace(go.Scatter(x=_arr([_iso(at) for at, _ in history.cut]),
+                                    y=_arr([round(h, 4) for _, h in history.cut]),
+                                    mode="lines", name="eviction cut (coldest segment while MTM is full)",
+                                    line={"dash": "dot", "color": "#7a8396"}, meta={"role": "eviction_cut"}),
+                         row=1, col=1)
+    figure.add_trace(go.Scatter(x=[round(seconds / 86400, 3) for seconds, _ in decay],
+                                y=[round(value, 5) for _, value in decay], mode="lines", name="exp(−Δt/μ)",
+                                line={"color": "#1f8a57"}, meta={"role": "decay"},
+                                hovertemplate="Δt %{x:.1f} days<br>recency %{y:.4f}<extra></extra>"),
+                     row=2, col=1)
+    figure.update_xaxes(title_text="memory time", row=1, col=1)
+    figure.update_xaxes(title_text="days since last access (Δt)", row=2, col=1)
+    figure.update_yaxes(title_text="heat", row=1, col=1)
+    figure.update_yaxes(title_text="recency", range=[0, 1.05], row=2, col=1)
+    figure.update_layout(_layout(height=620))
+    return to_json(figure)
+
+
+@dataclass(frozen=True)
+class Membership:
+    """A page's place in a segment: when it joined and whether it started the segment."""
+
+    page_id: str
+    segment_id: str
+    at: datetime
+    created: bool
+
+
+def membership_figure(joins: Sequence[Membership], *, evictions: Mapping[str, datetime],
+                      labels: Mapping[str, str]) -> str:
+    """Every MTM page on a time axis, one row per segment; a diamond where a page started its
+    segment, a cross where the segment was evicted. Beyond MAX_MEMBERSHIP_POINTS pages, markers are
+    pages per segment and day, sized by count."""
+    rows = list(dict.fromkeys(j.segment_id for j in sorted(joins, key=lambda j: j.at)))
+    row_label = {sid: f"{labels.get(sid, sid[:8])}" for sid in rows}
+    figure = go.Figure()
+    merged = [j for j in joins if not j.created]
+    if len(merged) <= MAX_MEMBERSHIP_POINTS:
+        figure.add_trace(go.Scattergl(
+            x=_arr([_iso(j.at) for j in merged]), y=_arr([row_label[j.segment_id] for j in merged]), mode="markers",
+            name="page joined", marker={"size": 7, "color": "#8a4fd1", "opacity": 0.75},
+            customdata=_arr([j.page_id for j in merged]), meta={"role": "joined"},
+            hovertemplate="%{x}<br>%{y}<br>page %{customdata}<extra></extra>"))
+    else:
+        counts = Counter((j.segment_id, j.at.date()) for j in merged)
+        figure.add_trace(go.Scattergl(
+            x=_arr([day.isoformat() for _, day in counts]), y=_arr([row_label[sid] for sid, _ in counts]),
+            mode="markers",
+            name="pages joined (per day)", meta={"role": "joined", "aggregated": True},
+            marker={"size": _arr([min(4 + n, 24) for n in counts.values()]), "color": "#8a4fd1", "opacity": 0.6},
+            customdata=_arr(list(counts.values())), hovertemplate="%{x}<br>%{y}<br>%{customdata} pages<extra></extra>"))
+    started = [j for j in joins if j.created]
+    figure.add_trace(go.Scatter(
+        x=_arr([_iso(j.at) for j in started]), y=_arr([row_label[j.segment_id] for j in started]), mode="markers",
+        name="segment formed", marker={"symbol": "diamond", "size": 10, "color": "#3f5bd9"},
+        meta={"role": "formed"}, hovertemplate="%{x}<br>%{y} formed<extra></extra>"))
+    gone = [(sid, at) for sid, at in evictions.items() if sid in row_label]
+    figure.add_trace(go.Scatter(
+        x=[_iso(at) for _, at in gone], y=[row_label[sid] for sid, _ in gone], mode="markers",
+        name="segment evicted", marker={"symbol": "x", "size": 11, "color": "#c0392b"},
+        meta={"role": "evicted"}, hovertemplate="%{x}<br>%{y} evicted<extra></extra>"))
+    figure.update_layout(_layout(height=max(320, 24 * len(rows) + 140), xaxis={"title": "memory time"},
+                                 yaxis={"title": "segment", "categoryorder": "array",
+                                        "categoryarray": [row_label[s] for s in reversed(rows)],
+                                        "automargin": True}))
+    return to_json(figure)
+
+
+@dataclass(frozen=True)
+class TraitBar:
+    key: str
+    name: str
+    category: str
+    score: float
+    url: str  # where its evidence is shown
+
+
+def traits_figure(traits: Sequence[TraitBar], *, categories: Mapping[str, str]) -> str:
+    """The 90 dimensions as one polar bar chart, a colour per category, scores 0–1; a bar's click
+    opens its evidence (charts.js follows customdata[1])."""
+    figure = go.Figure()
+    for category, title in categories.items():
+        bars = [t for t in traits if t.category == category]
+        figure.add_trace(go.Barpolar(
+            r=[round(t.score, 4) for t in bars], theta=[t.name for t in bars], name=title,
+            marker={"color": CATEGORY_COLOURS.get(category, "#7a8396")},
+            customdata=[[t.key, t.url] for t in bars], meta={"category": category, "clickable": True},
+            hovertemplate="%{theta}<br>score %{r:.2f}<br>click for its evidence<extra>" + title + "</extra>"))
+    polar = {"radialaxis": {"range": [0, 1], "tickfont": {"size": 9}},
+             "angularaxis": {"tickfont": {"size": 8}, "direction": "clockwise"}}
+    figure.update_layout(_layout(height=640, polar=polar))
+    return to_json(figure)
+
+
+def tiers_figure(counts: Mapping[str, tuple[int, int]]) -> str:
+    """Each tier's fill against its capacity (label -> (count, capacity))."""
+    labels = list(counts)
+    used = [counts[k][0] for k in labels]
+    capacity = [counts[k][1] for k in labels]
+    figure = go.Figure([
+        go.Bar(y=labels, x=used, orientation="h", name="held", marker={"color": "#3f5bd9"},
+               text=[f"{u}/{c}" for u, c in zip(used, capacity, strict=True)], textposition="auto"),
+        go.Bar(y=labels, x=[max(c - u, 0) for u, c in zip(used, capacity, strict=True)], orientation="h",
+               name="free", marker={"color": "#e3e6ec"}, hoverinfo="skip"),
+    ])
+    figure.update_layout(_layout(height=220, barmode="stack", showlegend=False, xaxis={"title": "share of capacity"}))
+    return to_json(figure)
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    key: str  # "kind:id"
+    label: str
+    kind: str
+    url: str
+    level: int  # 0 the memory shown; -n what it came from; +n what was derived from it
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    source: str
+    target: str
+    relation: str
+    weight: float
+
+
+KIND_COLOURS = {"page": "#3f5bd9", "segment": "#8a4fd1", "fact": "#1f8a57", "agent_trait": "#a66300",
+                "user_trait": "#c0392b"}
+
+
+def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> str:
+    """A layered graph: the memory in the middle, what it came from to the left, what was derived
+    from it to the right; edges labelled by relation and weight; a node's click opens it."""
+    by_level: dict[int, list[GraphNode]] = {}
+    for node in nodes:
+        by_level.setdefault(node.level, []).append(node)
+    position = {}
+    for level, members in by_level.items():
+        for i, node in enumerate(members):
+            position[node.key] = (level, (len(members) - 1) / 2 - i)
+    drawn = [(position[e.source], position[e.target], e) for e in edges
+             if e.source in position and e.target in position]
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for (x0, y0), (x1, y1), _ in drawn:  # one trace for every edge: a trace each is slow to build
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+    traces = [
+        go.Scatter(x=xs, y=ys, mode="lines", line={"color": "#c9cdd6", "width": 1.5}, hoverinfo="skip",
+                   showlegend=False, meta={"role": "edges"}),
+        go.Scatter(x=[(a[0] + b[0]) / 2 for a, b, _ in drawn], y=[(a[1] + b[1]) / 2 for a, b, _ in drawn],
+                   mode="text", text=[f"{e.relation} {e.weight:.2f}" for _, _, e in drawn],
+                   textfont={"size": 9, "color": "#7a8396"}, hoverinfo="skip", showlegend=False,
+                   meta={"role": "edge_labels"}),
+    ]
+    for kind in dict.fromkeys(n.kind for n in nodes):
+        members = [n for n in nodes if n.kind == kind]
+        traces.append(go.Scatter(
+            x=[position[n.key][0] for n in members], y=[position[n.key][1] for n in members], mode="markers+text",
+            text=[n.label[:28] for n in members], textposition="top center", name=kind.replace("_", " "),
+            marker={"size": [18 if n.level == 0 else 12 for n in members], "color": KIND_COLOURS.get(kind, "#7a8396")},
+            customdata=[[n.key, n.url] for n in members], meta={"role": "nodes", "clickable": True},
+            hovertemplate="%{text}<extra>" + kind + "</extra>"))
+    return to_json(go.Figure(data=traces, layout=_layout(height=360, xaxis={"visible": False},
+                                                         yaxis={"visible": False})))

@@ -1,0 +1,156 @@
+"""The recall policy interface, and the registry that finds a policy by name.
+
+A policy ranks what the store offers for one query beyond what every recall carries. The rest of
+a recall is shared (memory/recall/pipeline.py): STM, the profile and traits, the KB facts and
+agent traits by similarity, the query embedding beside the reads; the segment visits and the
+trace are written by memory/services/recall.py, the prompt assembled by the engine.
+
+Adding a policy is one module with a `RecallPolicy` subclass decorated by `@register_policy`,
+the module named in POLICY_MODULES (or, for a policy that lives elsewhere, in the
+MEMORYOS_RECALL_POLICY_MODULES setting), and its tests.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from django.conf import settings
+
+from memory.engine.mid_term import SegmentScore
+from memory.engine.types import MemoryParams, RecalledItem
+from memory.models import Tier
+from memory.recall import rows
+
+# The built-in policies, in the order listings and benchmarks show them.
+POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid")
+
+# What a recalled page shows; the stored embedding (1.5 kB a page) and the graph fields stay behind.
+PAGE_FIELDS = ("id", "user_id", "tier", "seq", "query", "response", "timestamp", "source_ids", "segment_id",
+               "repressed")
+# What ranking and heat read of a segment (its vector stays behind too).
+SEGMENT_FIELDS = ("id", "user_id", "status", "summary", "keywords", "n_visit", "l_interaction", "last_access",
+                  "page_count", "pinned", "repressed")
+
+
+@dataclass(frozen=True)
+class RecallContext:
+    """What a policy knows of the recall it ranks for."""
+
+    user: Any
+    query: str
+    query_keywords: frozenset[str]
+    now: datetime
+    params: MemoryParams
+    sona: Any = None
+    # The tiers whose utterances may be ranked: a benchmark adds STM (the prompt has STM whole anyway).
+    turn_tiers: tuple[str, ...] = (Tier.MTM,)
+
+
+@dataclass
+class Ranking:
+    """A policy's answer: its items best first, each with its score breakdown, and what it visited."""
+
+    items: list[RecalledItem]
+    # Segments that count as retrieved: their N_visit and recency are refreshed (paper §3.4).
+    visited: list[SegmentScore] = field(default_factory=list)
+    segment_rows: dict[str, Any] = field(default_factory=dict)  # the visited segments' rows, by id
+    considered: list[dict[str, Any]] = field(default_factory=list)  # segments looked at, for the trace
+    trace: dict[str, Any] = field(default_factory=dict)  # the policy's own entries of the trace's payload
+
+
+class RecallPolicy(ABC):
+    """One way of ranking memory for a query."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]  # one line for people: the inspector, `--help`
+    rank_part: ClassVar[str]  # the name `rank` is timed under in Recall.timings_ms
+    # A search that needs no query vector, run while the query is embedded, and its part's name.
+    early_part: ClassVar[str | None] = None
+
+    def search_early(self, context: RecallContext) -> Any:
+        """Work that needs no query vector (e.g. a keyword search); handed to `rank`."""
+        return None
+
+    @abstractmethod
+    def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
+        """The policy's items for the query, best first, each with its score breakdown."""
+
+    @classmethod
+    def parts(cls) -> tuple[str, ...]:
+        """The parts of a recall this policy times, in the order they run."""
+        return tuple(part for part in (cls.early_part, cls.rank_part) if part)
+
+
+class UnknownPolicyError(ValueError):
+    """A policy name that no registered policy has."""
+
+
+_registry: dict[str, RecallPolicy] = {}
+_loaded = False
+_load_lock = threading.Lock()
+
+
+def register_policy(cls: type[RecallPolicy]) -> type[RecallPolicy]:
+    """Class decorator: make the policy selectable by its name."""
+    if not getattr(cls, "name", "") or not getattr(cls, "rank_part", ""):
+        raise TypeError(f"{cls.__name__} needs a name and a rank_part")
+    existing = _registry.get(cls.name)
+    if existing is not None and type(existing) is not cls:
+        raise ValueError(f"a recall policy named {cls.name!r} is already registered ({type(existing).__name__})")
+    _registry[cls.name] = cls()
+    return cls
+
+
+def unregister_policy(name: str) -> None:
+    _registry.pop(name, None)
+
+
+def _load() -> None:
+    """Import the policy modules once; each registers its policies as it is imported."""
+    global _loaded
+    if _loaded:
+        return
+    with _load_lock:
+        if not _loaded:
+            for module in (*POLICY_MODULES, *settings.MEMORYOS.get("RECALL_POLICY_MODULES", ())):
+                importlib.import_module(module)
+            _loaded = True
+
+
+def policy_names() -> tuple[str, ...]:
+    _load()
+    return tuple(_registry)
+
+
+def get_policy(name: str) -> RecallPolicy:
+    _load()
+    try:
+        return _registry[name]
+    except KeyError:
+        raise UnknownPolicyError(
+            f"unknown recall policy {name!r}; choose one of {', '.join(_registry)}") from None
+
+
+def default_policy_name() -> str:
+    return settings.MEMORYOS["RECALL_POLICY"]
+
+
+def owned(model, fields: Sequence[str], ids, user, **expected) -> dict[str, Any]:
+    """Rows of `model` by primary key (`fields` loaded), kept only if they belong to `user`, are
+    not repressed (when `fields` has the flag) and have the expected values.
+
+    Looked up by key alone, then checked in Python: with a user filter in the SQL, SQLite's
+    planner (no statistics) walks the user's (user, tier, seq) index instead of the key, which
+    grows with the store.
+    """
+    found = rows.by_pk(model, ids, fields)
+    if "repressed" in fields:  # a repressed memory is kept, never recalled, by any policy
+        expected = {"repressed": False, **expected}
+    return {key: row for key, row in found.items()
+            if row.user_id == user.pk and all(getattr(row, name) == value for name, value in expected.items())}

@@ -1,0 +1,39 @@
+"""What every write path shares: the per-user lock, embedding that degrades, and the input error.
+
+Memory changes only through memory/services/ and persona/services.py; both take these from here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from memory.adapters import configured
+from memory.models import UserMemoryState
+
+log = logging.getLogger(__name__)
+
+
+class MemoryInputError(ValueError):
+    """Bad input from a caller: the message says what is wrong; nothing was stored."""
+
+
+class MemoryNotFound(MemoryInputError):
+    """The memory named is not in this user's memory (another user's is not theirs either)."""
+
+
+def lock_user_state(user_id: int) -> UserMemoryState:
+    """Lock the user's state row (inside a transaction): every write of one user goes through it
+    in turn, in any thread or process."""
+    UserMemoryState.objects.get_or_create(user_id=user_id)
+    return UserMemoryState.objects.select_for_update().get(user_id=user_id)
+
+
+def embed_or_none(texts: Sequence[str]) -> list[list[float]] | None:
+    """Embeddings, or None when the embedder fails: what was written is kept, and maintenance
+    embeds it later."""
+    try:
+        return configured.embedder().embed(list(texts))
+    except Exception as exc:  # an embeddings endpoint can fail in any way; the write must survive
+        log.warning("event=embed_failed error=%r", exc)
+        return None

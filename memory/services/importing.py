@@ -1,0 +1,100 @@
+"""Replaying a recorded conversation through the same write path as live turns.
+
+An import can be run again: pages already stored (the same source turn ids at the same session
+time) are skipped, a page whose reply was not stored yet (an import stopped mid-page) is
+completed, and only what is missing is added. A file is checked whole before anything is stored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from tqdm import tqdm
+
+from memory.adapters import configured
+from memory.formats.locomo import Conversation, LocomoPage, conversation_pages, conversation_problems
+from memory.models import DialoguePage, PageStatus
+from memory.services.common import MemoryInputError
+from memory.services.maintenance import maintenance_run
+from memory.services.pages import page_reply_store, page_start, page_text
+from memory.services.users import SONA_NAME_MAX_CHARS, sona_get_or_create
+from memory.services.utterances import index_turns
+
+EMBED_BATCH = 64
+IMPORT_MODEL_NAME = "imported"
+
+
+@dataclass
+class ImportReport:
+    sample_id: str
+    turns: int
+    pages: int
+    seconds: float
+    added: int = 0  # pages stored by this run (completed ones included)
+    already: int = 0  # pages a previous run had stored whole
+
+
+def conversations_validate(conversations: Sequence[Conversation]) -> None:
+    """Raise MemoryInputError naming every place that would stop an import; store nothing."""
+    limit = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
+    problems = [problem for index, conversation in enumerate(conversations)
+                for problem in conversation_problems(conversation, index=index, max_chars=limit)]
+    # speaker_b becomes the persona the conversation is held with: a name the chat would take.
+    problems += [f"sample {index} ({conversation.sample_id}), field 'speaker_b': a persona's name is at most "
+                 f"{SONA_NAME_MAX_CHARS} characters; this one has {len(conversation.speaker_b.strip())}"
+                 for index, conversation in enumerate(conversations)
+                 if not 0 < len(conversation.speaker_b.strip()) <= SONA_NAME_MAX_CHARS]
+    if problems:
+        shown = "\n".join(f"  {problem}" for problem in problems[:20])
+        more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise MemoryInputError(f"Nothing was imported: {len(problems)} problem(s) in the file:\n{shown}{more}")
+
+
+def _page_key(source_ids: Sequence[str], timestamp: datetime) -> tuple[tuple[str, ...], float]:
+    return tuple(source_ids), timestamp.timestamp()
+
+
+def _stored_pages(user) -> dict[tuple[tuple[str, ...], float], DialoguePage]:
+    """The user's pages that came from a file, by their source turn ids and session time."""
+    pages = DialoguePage.objects.filter(user=user).exclude(source_ids=[]).only(
+        "id", "user_id", "source_ids", "timestamp", "status", "query", "seq", "tier", "segment_id")
+    return {_page_key(page.source_ids, page.timestamp): page for page in pages}
+
+
+def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) -> None:
+    page = existing or page_start(
+        user=user, query=item.query, sona=sona, timestamp=item.timestamp, source_ids=item.source_ids,
+        utterances=[{"id": i, "speaker": who, "text": text} for i, who, text in item.utterances])
+    page_reply_store(page=page, response=item.response, reply_model=IMPORT_MODEL_NAME, embedding=vector)
+    maintenance_run(user_id=user.pk, now=item.timestamp, index_turns_now=False)
+
+
+def conversation_import(*, user, conversation: Conversation, progress: bool = False) -> ImportReport:
+    """Each pair of speaker runs becomes a page with its original time and source turn ids;
+    maintenance runs after every page, as it would after every live turn. Pages stored by an
+    earlier run are left as they are."""
+    started = time.perf_counter()
+    conversations_validate([conversation])
+    sona = sona_get_or_create(user=user, name=conversation.speaker_b,
+                              profile=f"{conversation.speaker_b}, talking with {conversation.speaker_a}.")
+    pages = conversation_pages(conversation, max_chars=settings.MEMORYOS["MAX_MESSAGE_CHARS"])
+    stored = _stored_pages(user)
+    todo = [(item, stored.get(_page_key(item.source_ids, item.timestamp))) for item in pages]
+    todo = [(item, page) for item, page in todo if page is None or page.status == PageStatus.PENDING]
+    bar = tqdm(total=len(todo), desc=f"import {conversation.sample_id}", unit="page", disable=not progress)
+    for start in range(0, len(todo), EMBED_BATCH):
+        batch = todo[start:start + EMBED_BATCH]
+        vectors = configured.embedder().embed([page_text(item.query, item.response) for item, _ in batch])
+        for (item, existing), vector in zip(batch, vectors, strict=True):
+            _store(user, sona, item, vector, existing)
+            bar.update(1)
+        index_turns(user_id=user.pk)
+    bar.close()
+    if not todo:  # a re-run after a stop between the last page and its indexing
+        index_turns(user_id=user.pk)
+    return ImportReport(sample_id=conversation.sample_id, turns=conversation.turn_count, pages=len(pages),
+                        seconds=time.perf_counter() - started, added=len(todo), already=len(pages) - len(todo))

@@ -1,0 +1,252 @@
+"""Maintenance off the reply path: meta chain, STM → MTM, eviction, promotion to LPM.
+
+Every step reads its work from the database inside a transaction that holds the user's lock
+row and re-checks it there, so a run is idempotent, resumable after a crash, and two workers
+(threads or processes) for one user never move a page twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from memory.adapters import configured
+from memory.config import memory_params
+from memory.engine import mid_term, offline
+from memory.engine.short_term import chain_link, stm_overflow
+from memory.engine.similarity import cosine
+from memory.models import (
+    INTERRUPTED_MODEL_NAME,
+    DialoguePage,
+    LifecycleEvent,
+    MemoryNode,
+    PageStatus,
+    Segment,
+    Tier,
+    UserMemoryState,
+    vector_to_bytes,
+)
+from memory.selectors import stopped_turn_pages
+from memory.services import graph
+from memory.services.common import embed_or_none, lock_user_state
+from memory.services.events import event_record
+from memory.services.model_tasks import summarise_segment
+from memory.services.pages import page_point, page_reply_store, page_text
+from memory.services.segments import (
+    SUMMARY_PAGES,
+    page_move_to_mtm,
+    segment_point,
+    segment_rederive,
+    segment_text,
+    segments_evict,
+)
+from memory.services.utterances import index_turns
+from persona.services import persona_promote_segment
+
+log = logging.getLogger(__name__)
+
+_user_locks: defaultdict[int, threading.Lock] = defaultdict(threading.Lock)
+_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-maintenance")
+MAX_RETRIES = 3
+
+
+@dataclass
+class MaintenanceReport:
+    interrupted: int = 0  # pages of stopped turns completed without a reply
+    embedded: int = 0
+    turns_indexed: int = 0
+    chained: int = 0
+    summarised: int = 0
+    rederived: int = 0  # segments derived again after an operator's delete or correction
+    moved: int = 0
+    created_segments: int = 0
+    evicted: list[str] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)
+
+
+def maintenance_schedule(*, user_id: int) -> None:
+    """Run now (sync), in the in-process worker (thread), or leave it to the command (off)."""
+    mode = settings.MEMORYOS["MAINTENANCE_MODE"]
+    if mode == "sync":
+        maintenance_run(user_id=user_id)
+    elif mode == "thread":
+        _executor.submit(_run_in_worker, user_id, 0)
+
+
+def _run_in_worker(user_id: int, attempt: int) -> None:
+    close_old_connections()
+    try:
+        maintenance_run(user_id=user_id)
+    except Exception:
+        log.exception("event=maintenance_failed user=%s attempt=%s", user_id, attempt)
+        if attempt + 1 < MAX_RETRIES:
+            timer = threading.Timer(2.0 * 2 ** attempt, _executor.submit,
+                                    args=(_run_in_worker, user_id, attempt + 1))
+            timer.daemon = True
+            timer.start()
+    finally:
+        close_old_connections()
+
+
+def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_now: bool = True,
+                    ) -> MaintenanceReport:
+    """All steps for one user, serialised with any other run for that user in this process.
+
+    A bulk import passes index_turns_now=False and indexes utterances once per batch.
+    """
+    report = MaintenanceReport()
+    now = now or timezone.now()  # the memory's time: an import's maintenance runs at the conversation's
+    with _user_locks[user_id]:
+        try:
+            # By wall-clock time, not `now` (a stopped turn is found by how long it has waited).
+            report.interrupted = pages_interrupted_complete(user_id=user_id)
+            report.embedded = _embed_missing(user_id)
+            if index_turns_now:
+                report.turns_indexed = index_turns(user_id=user_id)
+            report.chained = _link_chains(user_id)
+            _overflow_stm(user_id, report, now)
+            report.rederived = _rederive_segments(user_id)
+            report.summarised = _refresh_summaries(user_id)
+            report.evicted = segments_evict(user_id=user_id, now=now)
+            report.promoted = _promote(user_id, now)
+        except Exception as exc:
+            _record_failure(user_id, exc)
+            raise
+        UserMemoryState.objects.filter(user_id=user_id).update(
+            maintenance_due=False, maintenance_failures=0, last_maintenance_at=timezone.now(), last_error="")
+    log.debug("event=maintenance_done user=%s moved=%s evicted=%s promoted=%s", user_id, report.moved,
+             len(report.evicted), len(report.promoted))
+    return report
+
+
+def pages_interrupted_complete(*, user_id: int) -> int:
+    """Complete the user's stopped_turn_pages with no reply, so that the message is recalled,
+    moves through the tiers and is indexed like any other. Returns how many."""
+    stale = list(stopped_turn_pages().select_related("user").filter(user_id=user_id).order_by("seq"))
+    for page in stale:
+        page_reply_store(page=page, response="", reply_model=INTERRUPTED_MODEL_NAME)
+        log.warning("event=page_interrupted_completed user=%s page=%s seq=%s", user_id, page.id, page.seq)
+    return len(stale)
+
+
+def _record_failure(user_id: int, exc: Exception) -> None:
+    with transaction.atomic():
+        state = lock_user_state(user_id)
+        state.maintenance_due = True
+        state.maintenance_failures += 1
+        state.last_error = repr(exc)[:1000]
+        state.save(update_fields=["maintenance_due", "maintenance_failures", "last_error"])
+        event_record(user_id=user_id, kind=LifecycleEvent.Kind.MAINTENANCE_FAILED, error=repr(exc)[:500])
+
+
+def _embed_missing(user_id: int) -> int:
+    """Pages whose embedding failed at reply time get one now."""
+    pages = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, embedding=b"")
+                 .order_by("seq")[:64])
+    if not pages:
+        return 0
+    vectors = embed_or_none([page_text(p.query, p.response, p.reply_model) for p in pages])
+    if vectors is None:
+        raise RuntimeError("the embedder is unavailable; pages stay queued for embedding")
+    points = []
+    with transaction.atomic():
+        lock_user_state(user_id)
+        for page, vector in zip(pages, vectors, strict=True):
+            page.embedding = vector_to_bytes(vector)
+            page.save(update_fields=["embedding"])
+            points.append(page_point(page, vector))
+        transaction.on_commit(lambda: configured.vector_index().upsert(points))
+    return len(pages)
+
+
+def _link_chains(user_id: int) -> int:
+    """Meta chain: link each new page to the previous one when the topic continues, and summarise."""
+    params = memory_params()
+    todo = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, chain_done=False)
+                .exclude(embedding=b"").order_by("seq").values_list("id", flat=True))
+    for page_id in todo:
+        with transaction.atomic():
+            lock_user_state(user_id)
+            page = DialoguePage.objects.get(id=page_id)
+            if page.chain_done:
+                continue
+            prev = (DialoguePage.objects.filter(user_id=user_id, seq__lt=page.seq, status=PageStatus.COMPLETE)
+                    .order_by("-seq").first())
+            similarity = cosine(prev.to_engine().embedding, page.to_engine().embedding) if prev else None
+            decision = chain_link(similarity=similarity, threshold=params.chain_threshold)
+            chain_pages = [page]
+            if decision.continues and prev is not None:
+                page.previous = prev
+                page.chain_id = prev.chain_id or prev.id
+                chain_pages = list(DialoguePage.objects.filter(user_id=user_id, chain_id=page.chain_id)
+                                   .order_by("-seq")[:SUMMARY_PAGES - 1]) + [page]
+                graph.edge_link(user_id=user_id, source=page, source_kind=MemoryNode.Kind.PAGE, target=prev,
+                                target_kind=MemoryNode.Kind.PAGE, relation="follows", weight=decision.similarity)
+            else:
+                page.chain_id = page.id
+            page.meta_chain = offline.summarize([p.query for p in sorted(chain_pages, key=lambda p: p.seq)],
+                                                max_sentences=2, max_chars=300)
+            page.chain_done = True
+            page.save(update_fields=["previous", "chain_id", "meta_chain", "chain_done"])
+    return len(todo)
+
+
+def _overflow_stm(user_id: int, report: MaintenanceReport, now: datetime) -> None:
+    params = memory_params()
+    ids = [str(i) for i in DialoguePage.objects.filter(user_id=user_id, tier=Tier.STM,
+                                                        status=PageStatus.COMPLETE)
+           .order_by("seq").values_list("id", flat=True)]
+    for page_id in stm_overflow(ids, capacity=params.stm_capacity).move_to_mtm:
+        created = page_move_to_mtm(user_id=user_id, page_id=page_id, now=now)
+        if created is not None:
+            report.moved += 1
+            report.created_segments += int(created)
+
+
+def _refresh_summaries(user_id: int) -> int:
+    """With an LLM: one call per segment that grew, outside any transaction (a slow model must not
+    hold the user's lock); the extractive summary stays when the model fails."""
+    if configured.chat_model() is None:
+        return 0
+    done = 0
+    for segment in Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE, summary_stale=True):
+        pages = list(DialoguePage.objects.filter(segment=segment).order_by("-seq")[:SUMMARY_PAGES])
+        result = summarise_segment(user_id=user_id, texts=[page_text(p.query, p.response) for p in reversed(pages)])
+        if result is not None:
+            segment.summary, segment.keywords = result.summary, sorted(result.keywords)
+            segment.summary_source = "llm"
+            vectors = embed_or_none([segment_text(segment)])
+            if vectors:
+                segment.embedding = vector_to_bytes(vectors[0])
+        segment.summary_stale = False
+        segment.save(update_fields=["summary", "keywords", "summary_source", "summary_stale", "embedding"])
+        if not segment.repressed:
+            configured.vector_index().upsert([segment_point(segment)])
+        done += 1
+    return done
+
+
+def _rederive_segments(user_id: int) -> int:
+    """Segments whose pages were deleted or corrected get their keywords, summary and vector again."""
+    todo = list(Segment.objects.filter(user_id=user_id, rederive=True).values_list("id", flat=True))
+    for segment_id in todo:
+        segment_rederive(user_id=user_id, segment_id=segment_id)
+    return len(todo)
+
+
+def _promote(user_id: int, now: datetime) -> list[str]:
+    params = memory_params()
+    active = [s.to_engine() for s in Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE)]
+    promoted = []
+    for promotion in mid_term.plan_promotions(active, now=now, params=params):
+        if persona_promote_segment(user_id=user_id, segment_id=promotion.segment_id, heat=promotion.heat, now=now):
+            promoted.append(promotion.segment_id)
+    return promoted

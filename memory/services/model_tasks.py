@@ -1,0 +1,53 @@
+"""Maintenance with a language model: segment summaries and persona extraction.
+
+Used only when an LLM endpoint is configured, always off the reply path and outside database
+transactions. The answers are checked against memory/engine/model_output.py (with one retry
+inside complete_json); a failure is recorded as a lifecycle event and the offline engine's
+result is kept, never silently replaced by "nothing found".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from memory.adapters import configured
+from memory.adapters.llm import complete_json
+from memory.engine.model_output import (
+    PERSONA_PROMPT,
+    SUMMARY_PROMPT,
+    PersonaExtraction,
+    SegmentSummary,
+    pages_text,
+    validate_persona,
+    validate_summary,
+)
+from memory.engine.ports import ChatMessage, ModelError
+from memory.engine.traits import TRAITS_BY_KEY
+from memory.models import LifecycleEvent
+from memory.services.events import event_record
+
+log = logging.getLogger(__name__)
+
+
+def _ask(user_id: int, task: str, system: str, texts: Sequence[str], validate):
+    model = configured.chat_model()
+    if model is None:
+        return None
+    messages = [ChatMessage("system", system), ChatMessage("user", pages_text(texts))]
+    try:
+        return complete_json(model, messages, validate=validate, max_tokens=600)
+    except ModelError as exc:
+        log.warning("event=model_output_rejected user=%s task=%s error=%r", user_id, task, exc)
+        event_record(user_id=user_id, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED, task=task,
+                     error=str(exc)[:500])
+        return None
+
+
+def summarise_segment(*, user_id: int, texts: Sequence[str]) -> SegmentSummary | None:
+    return _ask(user_id, "segment_summary", SUMMARY_PROMPT, texts, validate_summary)
+
+
+def extract_persona(*, user_id: int, texts: Sequence[str]) -> PersonaExtraction | None:
+    system = PERSONA_PROMPT + ", ".join(sorted(TRAITS_BY_KEY))
+    return _ask(user_id, "persona_extraction", system, texts, validate_persona)

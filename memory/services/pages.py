@@ -1,0 +1,111 @@
+"""Dialogue pages: the message stored before any model is called, then the reply stored beside it.
+
+Scheduling maintenance after a reply is the turn's business (memory/services/turns.py), so that
+maintenance, which completes the pages of stopped turns, can use these without a cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memory.adapters import configured
+from memory.engine import offline
+from memory.engine.content_ids import content_id
+from memory.engine.ports import VectorPoint
+from memory.models import (
+    OFFLINE_MODEL_NAME,
+    DialoguePage,
+    LifecycleEvent,
+    MemoryNode,
+    PageStatus,
+    Sona,
+    vector_to_bytes,
+)
+from memory.services import graph
+from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
+from memory.services.events import event_record
+
+# "Caroline: ..." in imported transcripts: a speaker label is not a topic keyword.
+SPEAKER_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))[A-Z][\w'-]{0,30}:\s")
+
+
+def validate_message(text: str) -> str:
+    if not isinstance(text, str):
+        raise MemoryInputError("The message must be text.")
+    cleaned = text.strip()
+    if not cleaned:
+        raise MemoryInputError("The message is empty.")
+    limit = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
+    if len(cleaned) > limit:
+        raise MemoryInputError(f"The message is {len(cleaned)} characters long; the limit is {limit}.")
+    return cleaned
+
+
+def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetime | None = None,
+               source_ids: Sequence[str] = (), utterances: Sequence[dict] = ()) -> DialoguePage:
+    """Store the user's message as a pending page in STM, before any model is called."""
+    query = validate_message(query)
+    with transaction.atomic():
+        state = lock_user_state(user.pk)
+        page = DialoguePage.objects.create(
+            user=user, sona=sona, seq=state.next_seq, query=query, status=PageStatus.PENDING,
+            timestamp=timestamp or timezone.now(), source_ids=list(source_ids), utterances=list(utterances),
+        )
+        state.next_seq += 1
+        state.save(update_fields=["next_seq"])
+        event_record(user_id=user.pk, kind=LifecycleEvent.Kind.PAGE_ADDED, subject_id=page.id,
+                     at=page.timestamp, seq=page.seq, sona=sona.name if sona else None)
+    return page
+
+
+def page_text(query: str, response: str, reply_model: str = "") -> str:
+    """What a page is indexed and summarised by. An offline reply only restates recalled memory,
+    so it would add noise, not information: such pages are indexed by the user's words alone."""
+    if reply_model == OFFLINE_MODEL_NAME:
+        return query.strip()
+    return f"{query}\n{response}".strip()
+
+
+def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
+                     embedding: Sequence[float] | None = None) -> DialoguePage:
+    """Store the reply, the page's keywords and embedding, and mark maintenance due."""
+    text = page_text(page.query, response, reply_model)
+    if embedding is None:
+        vectors = embed_or_none([text])
+        embedding = vectors[0] if vectors else None
+    keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", text)))
+    cid = content_id("page", {"query": page.query, "response": response, "timestamp": page.timestamp,
+                              "user": page.user_id})
+    with transaction.atomic():
+        state = lock_user_state(page.user_id)
+        # Maintenance may have moved the page while the reply streamed; keep where it is now.
+        page.refresh_from_db(fields=["tier", "segment"])
+        page.response = response
+        page.status = PageStatus.COMPLETE
+        page.reply_model = reply_model
+        page.keywords = keywords
+        page.embedding = vector_to_bytes(embedding) if embedding is not None else b""
+        page.cid = cid
+        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding", "cid"])
+        graph.node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, object_id=str(page.id), cid=cid)
+        state.maintenance_due = True
+        state.save(update_fields=["maintenance_due"])
+        if embedding is not None:
+            point = page_point(page, embedding)
+            transaction.on_commit(lambda: configured.vector_index().upsert([point]))
+    return page
+
+
+def page_point(page: DialoguePage, embedding: Sequence[float]) -> VectorPoint:
+    return VectorPoint(
+        id=str(page.id), vector=list(embedding), text=page_text(page.query, page.response, page.reply_model),
+        payload={"user_id": str(page.user_id), "kind": "page", "tier": page.tier,
+                 "segment_id": str(page.segment_id) if page.segment_id else "", "seq": page.seq,
+                 "timestamp": page.timestamp.timestamp()},
+    )

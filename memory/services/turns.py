@@ -1,0 +1,143 @@
+"""The one write path for a turn: store the message, recall, generate, complete the page.
+
+Maintenance (STM → MTM → LPM, memory/services/maintenance.py) is scheduled after the reply and
+runs off the reply path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.adapters import configured
+from memory.config import memory_params
+from memory.engine import offline
+from memory.engine.ports import ModelError
+from memory.engine.retrieval import Prompt, assemble_prompt
+from memory.models import OFFLINE_MODEL_NAME, DialoguePage, LifecycleEvent, Sona
+from memory.services.events import event_record
+from memory.services.maintenance import maintenance_schedule
+from memory.services.pages import page_reply_store, page_start
+from memory.services.recall import Recall, policy_choose, recall_for_query, recall_stm_only, trace_record_prompt
+from memory.services.users import sona_get_or_create
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You are {sona}, a personal assistant with a long-term memory of this user. Use the memory below "
+    "when it is relevant; say so when you do not remember something instead of guessing. Reply briefly."
+)
+
+
+def page_complete(*, page: DialoguePage, response: str, reply_model: str,
+                  embedding: Sequence[float] | None = None, schedule: bool = True) -> DialoguePage:
+    """Store the reply (memory/services/pages.py) and schedule maintenance once it is committed."""
+    page = page_reply_store(page=page, response=response, reply_model=reply_model, embedding=embedding)
+    if schedule:
+        transaction.on_commit(lambda: maintenance_schedule(user_id=page.user_id))
+    return page
+
+
+@dataclass
+class TurnResult:
+    page: DialoguePage
+    reply: str
+    recall: Recall
+    prompt: Prompt
+    fallback_reason: str = ""
+
+    @property
+    def offline(self) -> bool:
+        return self.page.reply_model == OFFLINE_MODEL_NAME
+
+
+def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None) -> str:
+    profile = getattr(user, "persona_profile", None)
+    name = profile.name if profile and profile.name else None
+    # The user's utterances are indexed under their profile name, else their username
+    # (memory/services/utterances.py): those are the words the reply cites as "you told me".
+    return offline.compose_reply(query, recall.items, user_name=name, sona_name=sona.name if sona else None,
+                                 now=timezone.now(), user_aliases=(name or "", user.get_username()))
+
+
+def _stream_words(text: str) -> Iterator[str]:
+    """The offline reply streams like a model's, word by word."""
+    words = text.split(" ")
+    for i, word in enumerate(words):
+        yield word if i == len(words) - 1 else word + " "
+
+
+def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
+                   on_token: Callable[[str], None] | None) -> tuple[str, str, str]:
+    """(reply, model name, fallback reason). A failing LLM falls back to the offline engine."""
+    model = configured.chat_model()
+    emit = on_token or (lambda _token: None)
+    if model is not None:
+        parts: list[str] = []
+        try:
+            for token in model.stream(prompt.messages):
+                parts.append(token)
+                emit(token)
+            reply = "".join(parts).strip()
+            if reply:
+                return reply, model.name, ""
+            reason = "the model returned an empty reply"
+        except ModelError as exc:
+            reason = str(exc) or exc.__class__.__name__
+        log.warning("event=reply_fallback user=%s reason=%r", user.pk, reason)
+        notice = "\n\n(The language model is unavailable; this reply comes from the offline memory engine.)"
+        reply = _offline_reply(query, recall, user=user, sona=sona) + notice
+        for token in _stream_words(reply):
+            emit(token)
+        return reply, OFFLINE_MODEL_NAME, reason
+    reply = _offline_reply(query, recall, user=user, sona=sona)
+    for token in _stream_words(reply):
+        emit(token)
+    return reply, OFFLINE_MODEL_NAME, ""
+
+
+def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str) -> Recall:
+    """Recall, or when the vector store (or the embedder) fails, STM from the database alone:
+    the reply degrades, the turn is never lost."""
+    try:
+        return recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
+                                policy=policy)
+    except Exception as exc:  # Qdrant, the embedder or the network: any of them may fail here
+        log.warning("event=recall_degraded user=%s error=%r", user.pk, exc)
+        event_record(user_id=user.pk, kind=LifecycleEvent.Kind.RECALL_DEGRADED, subject_id=page.id,
+                     error=repr(exc)[:500])
+        return recall_stm_only(user=user, query=page.query, exclude_page_id=page.id)
+
+
+def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
+             on_token: Callable[[str], None] | None = None,
+             on_stored: Callable[[DialoguePage], None] | None = None) -> TurnResult:
+    """A whole turn. The message is stored first; nothing after that can lose it.
+
+    `policy` names the recall policy (default: the sona's, else the setting's); an unknown one
+    is refused before anything is stored. `on_stored` is called with the pending page as soon as
+    the message is stored.
+    """
+    sona = sona or sona_get_or_create(user=user)
+    policy = policy_choose(requested=policy, sona=sona)
+    page = page_start(user=user, query=message, sona=sona)
+    if on_stored is not None:
+        on_stored(page)
+    recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy)
+    system = SYSTEM_PROMPT.format(sona=sona.name)
+    if sona.profile:
+        system += f"\nYour persona: {sona.profile}"
+    prompt = assemble_prompt(query=page.query, items=recall.items, system=system,
+                             budget_tokens=memory_params().prompt_token_budget)
+    trace_record_prompt(recall=recall, prompt=prompt)
+    reply, model_name, reason = generate_reply(query=page.query, recall=recall, prompt=prompt, user=user,
+                                               sona=sona, on_token=on_token)
+    if reason:
+        event_record(user_id=user.pk, kind=LifecycleEvent.Kind.REPLY_FALLBACK, subject_id=page.id,
+                     reason=reason[:500])
+    page_complete(page=page, response=reply, reply_model=model_name)
+    return TurnResult(page=page, reply=reply, recall=recall, prompt=prompt, fallback_reason=reason)

@@ -1,0 +1,87 @@
+"""Users and the assistant personas (sonas) they talk to."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+
+from memory.models import Sona
+from memory.services.common import MemoryInputError
+
+User = get_user_model()
+
+
+def username_validate(username: str) -> str:
+    """The sign-up form's rules for a new username: the model field's length and characters, and
+    no other account whose name differs only in case. Returns the normalised name."""
+    username = User.normalize_username((username or "").strip())
+    field = User._meta.get_field(User.USERNAME_FIELD)
+    try:
+        field.clean(username, None)
+    except ValidationError as exc:
+        raise MemoryInputError(f"Invalid user name {username!r}: {' '.join(exc.messages)}") from None
+    taken = User.objects.filter(**{f"{User.USERNAME_FIELD}__iexact": username}).first()
+    if taken is not None:
+        raise MemoryInputError(f"A user named {taken.get_username()!r} already exists.")
+    return username
+
+
+def user_get(*, username: str, create: bool = False):
+    """The user by username; with create=True a new one is made (without a usable password),
+    under the same rules as sign-up."""
+    username = (username or "").strip()
+    if not username:
+        raise MemoryInputError("A user name is required.")
+    try:
+        return User.objects.get(username=username)
+    except User.DoesNotExist:
+        if not create:
+            raise MemoryInputError(f"Unknown user {username!r}.") from None
+    user = User(username=username_validate(username))
+    user.set_unusable_password()
+    user.save()
+    return user
+
+
+# The chat's persona form and the REST API accept the same names and profiles.
+SONA_NAME_MAX_CHARS = 40
+SONA_PROFILE_MAX_CHARS = 600
+
+
+def sona_name_validate(name: str) -> str:
+    """A persona's name as the chat's form takes it: stripped, not empty, at most 40 characters."""
+    name = (name or "").strip()
+    if not name:
+        raise MemoryInputError("A persona needs a name.")
+    if len(name) > SONA_NAME_MAX_CHARS:
+        raise MemoryInputError(f"A persona's name is at most {SONA_NAME_MAX_CHARS} characters; "
+                               f"this one has {len(name)}.")
+    return name
+
+
+def sona_get_or_create(*, user, name: str | None = None, profile: str = "", recall_policy: str = "") -> Sona:
+    """The named sona, or the user's default one ("assistant"). A new sona gets the profile and
+    the recall policy given (blank: the server's default policy). A name the chat's form would
+    refuse is refused."""
+    if not name:
+        default = Sona.objects.filter(user=user, is_default=True).first()
+        if default:
+            return default
+        name = "assistant"
+    if len(profile) > SONA_PROFILE_MAX_CHARS:
+        raise MemoryInputError(f"A persona's profile is at most {SONA_PROFILE_MAX_CHARS} characters.")
+    sona, _ = Sona.objects.get_or_create(
+        user=user, name=sona_name_validate(name),
+        defaults={"profile": profile or "A helpful, warm personal assistant.", "recall_policy": recall_policy,
+                  "is_default": not Sona.objects.filter(user=user).exists()},
+    )
+    return sona
+
+
+def user_ensure(*, username: str, password: str):
+    """The user by username, made with this password when missing. Returns (user, created)."""
+    user, created = User.objects.get_or_create(username=username)
+    if created:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    return user, created

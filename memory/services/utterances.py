@@ -1,0 +1,142 @@
+"""Utterance-level ("turn") points: the index the hybrid recall policy searches.
+
+Each page is also indexed by who said what: one point per utterance, dense (the utterance with
+its preceding utterance as context) and sparse (BM25 terms of the text with the page's date).
+Indexing runs in maintenance, off the reply path; the ranking is memory/recall/hybrid.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from memory.adapters import configured
+from memory.engine import hybrid_scoring as scoring
+from memory.engine.ports import VectorPoint
+from memory.models import OFFLINE_MODEL_NAME, DialoguePage, PageStatus, Tier
+from memory.recall.turn_facts import TurnFact, turn_facts
+
+TURN_NAMESPACE = uuid.UUID("6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10")
+INDEX_BATCH = 32
+
+
+# Turn points have integer ids packed from (user, page seq, position): unique, derivable, and
+# cheap to read back (Edge returns a UUID id as a uuid.UUID object, ~10 µs a hit; a hybrid recall
+# reads over a thousand). Outside these ranges, and for points indexed before integer ids, the
+# id is a UUID derived from (page id, position).
+_SEQ_BITS, _POS_BITS, _USER_BITS = 32, 8, 23
+
+
+def turn_point_id(page: DialoguePage, position: int) -> str:
+    user_id, seq = page.user_id, page.seq
+    if 0 < user_id < 1 << _USER_BITS and 0 < seq < 1 << _SEQ_BITS and 0 <= position < 1 << _POS_BITS:
+        return str((user_id << (_SEQ_BITS + _POS_BITS)) | (seq << _POS_BITS) | position)
+    return legacy_turn_point_id(page.id, position)
+
+
+def legacy_turn_point_id(page_id, position: int) -> str:
+    return str(uuid.uuid5(TURN_NAMESPACE, f"{page_id}:{position}"))
+
+
+def turn_point_ids(page: DialoguePage) -> list[str]:
+    """Every id the page's utterances may have in the index (integer and, from older stores, UUID)."""
+    count = len(page.utterances)
+    return ([turn_point_id(page, i) for i in range(count)]
+            + [legacy_turn_point_id(page.id, i) for i in range(count)])
+
+
+def page_utterances(page: DialoguePage) -> list[dict]:
+    """Stored utterances, or the user's query and the reply of a live page.
+
+    An offline reply only restates memory, so it is not indexed as something that was said.
+    """
+    if page.utterances:
+        return page.utterances
+    user_name = getattr(getattr(page.user, "persona_profile", None), "name", "") or page.user.get_username()
+    said = [{"id": "", "speaker": user_name, "text": page.query}]
+    if page.response and page.reply_model != OFFLINE_MODEL_NAME:
+        said.append({"id": "", "speaker": page.sona.name if page.sona else "assistant", "text": page.response})
+    return said
+
+
+def turn_text(page: DialoguePage, utterance: dict) -> str:
+    """What BM25 sees: the date (temporal questions name it), the speaker and the words."""
+    return f"{page.timestamp.strftime('%d %B %Y')} {utterance['speaker']}: {utterance['text']}"
+
+
+def _said(utt: dict) -> str:
+    return f"{utt['speaker']}: {utt['text']}"
+
+
+def turn_points(pages: Sequence[DialoguePage], before: dict | None,
+            params: scoring.HybridParams) -> list[VectorPoint]:
+    """Points for the pages' utterances; `before` is the utterance preceding the first page."""
+    texts: list[str] = []
+    slots: list[tuple[DialoguePage, int, int, int | None]] = []
+    previous = before
+    for page in pages:
+        for pos, utt in enumerate(page.utterances):
+            texts.append(_said(utt))
+            turn_slot, context_slot = len(texts) - 1, None
+            if previous is not None:
+                texts.append(f"{_said(previous)}\n{_said(utt)}")
+                context_slot = len(texts) - 1
+            slots.append((page, pos, turn_slot, context_slot))
+            previous = utt
+    vectors = configured.embedder().embed(texts) if texts else []
+    points = []
+    for page, pos, turn_slot, context_slot in slots:
+        context = vectors[context_slot] if context_slot is not None else None
+        utt = page.utterances[pos]
+        points.append(VectorPoint(
+            id=turn_point_id(page, pos),
+            vector=scoring.context_vector(vectors[turn_slot], context, mix=params.context_mix),
+            text=turn_text(page, utt),
+            payload={"user_id": str(page.user_id), "kind": "turn", "tier": page.tier,
+                     "segment_id": str(page.segment_id) if page.segment_id else "", "page_id": str(page.id),
+                     "seq": page.seq, "pos": pos, "speaker": utt["speaker"], "source_id": utt.get("id", ""),
+                     "timestamp": page.timestamp.timestamp()},
+        ))
+    return points
+
+
+def _utterance_before(page: DialoguePage) -> dict | None:
+    """The last utterance of the page before `page` in the conversation, if any."""
+    previous = (DialoguePage.objects.select_related("user", "sona")
+                .filter(user_id=page.user_id, seq__lt=page.seq, status=PageStatus.COMPLETE)
+                .order_by("-seq").first())
+    if previous is None:
+        return None
+    said = page_utterances(previous)
+    return said[-1] if said else None
+
+
+def remember_facts(index, points: Sequence[VectorPoint]) -> None:
+    """Keep the facts of turn points just written to `index`: whoever wrote them knows them, and
+    the reply path need not read them back."""
+    turn_facts().put(index, {point.id: TurnFact.of(point.payload) for point in points
+                             if point.payload.get("kind") == "turn"})
+
+
+def index_turns(*, user_id: int, params: scoring.HybridParams | None = None) -> int:
+    """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived)."""
+    params = params or scoring.HybridParams()
+    done = 0
+    while True:
+        pages = list(DialoguePage.objects.select_related("user", "sona").filter(
+            user_id=user_id, status=PageStatus.COMPLETE, turns_indexed=False, repressed=False)
+            .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True).order_by("seq")[:INDEX_BATCH])
+        if not pages:
+            return done
+        for page in pages:
+            page.utterances = page_utterances(page)
+        points = turn_points(pages, _utterance_before(pages[0]), params)
+        index = configured.vector_index()
+        index.upsert(points)
+        remember_facts(index, points)
+        with transaction.atomic():
+            for page in pages:
+                DialoguePage.objects.filter(id=page.id).update(utterances=page.utterances, turns_indexed=True)
+        done += len(pages)

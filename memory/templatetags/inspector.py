@@ -1,0 +1,45 @@
+"""Filters the inspector's templates use."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from memory.inspector.selectors import EVENT_LABELS, can_edit, handle_of
+
+register = template.Library()
+
+
+@register.filter
+def event_label(kind: str) -> str:
+    """A lifecycle event kind as people read it ("segment_evicted" -> "segment evicted")."""
+    return EVENT_LABELS.get(kind, kind.replace("_", " "))
+
+
+@register.filter
+def get(mapping, key):
+    """mapping[key] in a template, or None."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+_JSON_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
+
+
+@register.filter
+def figure_script(figure_json: str, element_id: str):
+    """A figure's JSON (memory.inspector.charts) in a <script type="application/json">, escaped as
+    Django's json_script escapes it; static/js/charts.js draws it into `[data-figure=element_id]`."""
+    return format_html('<script id="{}" type="application/json">{}</script>', element_id,
+                       mark_safe(figure_json.translate(_JSON_ESCAPES)))
+
+
+@register.inclusion_tag("inspector/_actions.html", takes_context=True)
+def memory_actions(context, kind: str, row):
+    """A memory's action bar: its flags, and the buttons when the viewer may edit this memory."""
+    target = context["target"]
+    return {"target": target, "m": handle_of(kind, row), "can_edit": can_edit(context["request"].user, target),
+            "csrf_token": context.get("csrf_token")}

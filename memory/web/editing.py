@@ -1,0 +1,124 @@
+"""The inspector's actions on one memory: pin, repress, correct, delete (after a confirm dialog that
+lists the blast radius). A person acts on their own memory; staff need `memory.edit_any_user`.
+Each view parses, calls one service (memory/services/editing.py, deletion.py) and renders the
+memory's action bar (htmx) or goes back where it came from."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from memory.inspector.selectors import can_edit, can_inspect, memory_for_actions, user_named
+from memory.services.common import MemoryInputError
+from memory.services.deletion import memory_delete
+from memory.services.editing import memory_correct, memory_pin, memory_repress
+
+EDITABLE_FIELDS = {"page": ("query", "response"), "segment": ("summary", "keywords"), "fact": ("text",),
+                   "agent_trait": ("text",), "trait": ("score", "note")}
+
+
+def _target(request, username: str, *, editing: bool):
+    target = user_named(username)
+    if target is None or not can_inspect(request.user, target):
+        raise Http404("No memory to show here.")
+    if editing and not can_edit(request.user, target):
+        raise Http404("No memory to change here.")  # as for a memory one may not see: never say more
+    return target
+
+
+def _bar(request, target, kind: str, ident: str, *, notice: str = "", error: str = "", status: int = 200):
+    memory = memory_for_actions(user=target, kind=kind, ident=ident)
+    if memory is None:
+        raise Http404("No such memory.")
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        elif notice:
+            messages.success(request, notice)
+        return redirect(request.POST.get("next") or request.META.get("HTTP_REFERER") or "inspector_home")
+    return render(request, "inspector/_actions.html", {"target": target, "m": memory, "notice": notice,
+                                                        "error": error, "can_edit": True}, status=status)
+
+
+@login_required
+@require_http_methods(["GET"])
+def bar(request, username, kind, ident):
+    """The memory's action bar (what "Cancel" on a correction goes back to)."""
+    target = _target(request, username, editing=True)
+    return _bar(request, target, kind, ident)
+
+
+@login_required
+@require_POST
+def pin(request, username, kind, ident):
+    target = _target(request, username, editing=True)
+    value = request.POST.get("value", "1") == "1"
+    try:
+        memory_pin(user=target, kind=kind, ident=ident, actor=request.user, reason=request.POST.get("reason", ""),
+                   pinned=value)
+    except MemoryInputError as exc:
+        return _bar(request, target, kind, ident, error=str(exc), status=400)
+    return _bar(request, target, kind, ident, notice="Pinned." if value else "Unpinned.")
+
+
+@login_required
+@require_POST
+def repress(request, username, kind, ident):
+    target = _target(request, username, editing=True)
+    value = request.POST.get("value", "1") == "1"
+    try:
+        memory_repress(user=target, kind=kind, ident=ident, actor=request.user,
+                       reason=request.POST.get("reason", ""), repressed=value)
+    except MemoryInputError as exc:
+        return _bar(request, target, kind, ident, error=str(exc), status=400)
+    return _bar(request, target, kind, ident,
+                notice="Repressed: kept, never recalled." if value else "No longer repressed.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def correct(request, username, kind, ident):
+    """GET: the correction form for this memory (htmx swaps it in); POST: a new version."""
+    target = _target(request, username, editing=True)
+    memory = memory_for_actions(user=target, kind=kind, ident=ident)
+    if memory is None or kind not in EDITABLE_FIELDS:
+        raise Http404("No such memory.")
+    error = ""
+    if request.method == "POST":
+        values = {name: request.POST.get(name) for name in EDITABLE_FIELDS[kind] if request.POST.get(name) is not None}
+        try:
+            memory_correct(user=target, kind=kind, ident=ident, version=request.POST.get("version"),
+                           actor=request.user, reason=request.POST.get("reason", ""), **values)
+        except MemoryInputError as exc:
+            error = str(exc)
+        else:
+            return _bar(request, target, kind, ident, notice="Corrected: a new version.")
+    return render(request, "inspector/_correct.html", {"target": target, "m": memory, "error": error},
+                  status=400 if error else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def delete(request, username, kind, ident):
+    """GET: the confirm dialog with the blast radius (a dry run); POST: delete, for good."""
+    target = _target(request, username, editing=True)
+    try:
+        radius = memory_delete(user=target, kind=kind, ident=ident, actor=request.user,
+                               reason=request.POST.get("reason", ""), dry_run=request.method == "GET")
+    except MemoryInputError as exc:
+        if request.htmx:
+            return HttpResponse(str(exc), status=400)
+        raise Http404(str(exc)) from None
+    if request.method == "GET":
+        return render(request, "inspector/_delete.html", {"target": target, "r": radius, "kind": kind,
+                                                          "ident": ident})
+    messages.success(request, f"Deleted {radius.title[:80]!r} and what depended only on it. This is final.")
+    destination = request.POST.get("next") or f"/inspector/{target.get_username()}/"
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = destination
+        return response
+    return redirect(destination)

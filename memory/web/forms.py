@@ -1,0 +1,38 @@
+"""Forms of the browser chat: sign-up and a new assistant persona (sona)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.forms import UserCreationForm
+
+from memory.recall.base import default_policy_name, get_policy, policy_names
+from memory.selectors import sona_name_taken
+from memory.services.users import SONA_NAME_MAX_CHARS, SONA_PROFILE_MAX_CHARS
+
+
+class SignUpForm(UserCreationForm):
+    class Meta(UserCreationForm.Meta):
+        fields = ("username",)
+
+
+class SonaForm(forms.Form):
+    name = forms.CharField(max_length=SONA_NAME_MAX_CHARS, strip=True,
+                           widget=forms.TextInput(attrs={"placeholder": "e.g. coach", "autocomplete": "off"}))
+    profile = forms.CharField(
+        max_length=SONA_PROFILE_MAX_CHARS, required=False, strip=True,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Who is this assistant? e.g. A patient "
+                                                                "running coach who plans training weeks."}))
+
+    recall_policy = forms.ChoiceField(required=False, label="How it recalls")
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.fields["recall_policy"].choices = [("", f"default ({default_policy_name()})")] + [
+            (name, f"{name}: {get_policy(name).title}") for name in policy_names()]
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"]
+        if sona_name_taken(user=self.user, name=name):
+            raise forms.ValidationError("You already have a persona with this name.")
+        return name

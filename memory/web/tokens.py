@@ -1,0 +1,27 @@
+"""The person's API tokens: a settings page to make one (shown once) and revoke any."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+from memory.selectors import api_tokens
+from memory.services.common import MemoryInputError
+from memory.services.tokens import token_create, token_revoke
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request):
+    shown, error = None, ""
+    if request.method == "POST":
+        try:
+            if "revoke" in request.POST:
+                token_revoke(user=request.user, token_id=int(request.POST["revoke"]))
+            else:
+                _, shown = token_create(user=request.user, name=request.POST.get("name", ""))
+        except (MemoryInputError, ValueError) as exc:
+            error = str(exc)
+    return render(request, "memory/tokens.html", {"tokens": api_tokens(user=request.user), "shown": shown,
+                                                  "error": error}, status=400 if error else 200)

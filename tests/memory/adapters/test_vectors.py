@@ -1,0 +1,457 @@
+"""Contract tests for the VectorIndex adapters.
+
+Every contract test runs against
+- "edge": the embedded Qdrant Edge shard in a temporary directory;
+- "server-local": ServerVectorIndex over qdrant-client's local mode, so the client code path is
+  checked without a server (local mode is for tests only: far too slow for the product);
+- "server": ServerVectorIndex against a real Qdrant, only when QDRANT_URL is set.
+No database: these are plain pytest tests.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import subprocess
+import sys
+import threading
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from qdrant_client import QdrantClient
+
+from memory.adapters.vectors import EdgeVectorIndex, ServerVectorIndex, open_vector_index
+from memory.engine.ports import VectorIndex, VectorPoint
+
+DIM = 4
+REPO_ROOT = Path(__file__).resolve().parents[3]
+QDRANT_URL = os.environ.get("QDRANT_URL")
+
+Index = EdgeVectorIndex | ServerVectorIndex
+
+
+def pid(n: int) -> str:
+    """Readable, valid point ids: 00000000-0000-0000-0000-00000000000n."""
+    return str(uuid.UUID(int=n))
+
+
+def make_point(n: int, vector: list[float], *, user: str = "u1", kind: str = "page",
+               text: str | None = None, **payload: Any) -> VectorPoint:
+    return VectorPoint(id=pid(n), vector=vector, payload={"user_id": user, "kind": kind, **payload},
+                       text=text)
+
+
+def ids(hits: list[Any]) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+def open_index(kind: str, tmp_path: Path, dimension: int) -> tuple[Index, Any]:
+    """The adapter and a cleanup callback."""
+    if kind == "edge":
+        edge_index = EdgeVectorIndex(tmp_path / "vectors", dimension=dimension)
+        return edge_index, edge_index.close
+    if kind == "server-local":
+        with warnings.catch_warnings():  # local mode warns that payload indexes do nothing
+            warnings.simplefilter("ignore")
+            local = ServerVectorIndex.from_client(QdrantClient(":memory:"), dimension=dimension)
+        return local, local.close
+    if not QDRANT_URL:
+        pytest.skip("QDRANT_URL is not set: no Qdrant server to run the server contract against")
+    collection = f"memoryos_test_{uuid.uuid4().hex[:12]}"
+    server = ServerVectorIndex(QDRANT_URL, dimension=dimension, collection=collection,
+                               api_key=os.environ.get("QDRANT_API_KEY"))
+
+    def drop() -> None:
+        server.client.delete_collection(collection)
+        server.close()
+
+    return server, drop
+
+
+@pytest.fixture(params=["edge", "server-local", "server"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
+    adapter, cleanup = open_index(request.param, tmp_path, DIM)
+    yield adapter
+    cleanup()
+
+
+@pytest.fixture(params=["edge", "server"])
+def scale_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
+    adapter, cleanup = open_index(request.param, tmp_path, 32)
+    yield adapter
+    cleanup()
+
+
+# ---------------------------------------------------------------- dense search
+
+
+def test_adapters_satisfy_the_port(index: Index) -> None:
+    assert isinstance(index, VectorIndex)
+
+
+def test_search_ranks_nearest_first(index: Index) -> None:
+    index.upsert([
+        make_point(1, [0.0, 1.0, 0.0, 0.0]),
+        make_point(2, [1.0, 0.0, 0.0, 0.0]),
+        make_point(3, [0.7, 0.7, 0.0, 0.0]),
+        make_point(4, [-1.0, 0.0, 0.0, 0.0]),
+    ])
+    hits = index.search(user_id="u1", vector=[1.0, 0.1, 0.0, 0.0], limit=3)
+    assert ids(hits) == [pid(2), pid(3), pid(1)]
+    assert hits[0].score == pytest.approx(1.0 / math.sqrt(1.01), abs=1e-5)
+    assert hits[0].payload == {"user_id": "u1", "kind": "page"}
+
+
+def test_search_limit(index: Index) -> None:
+    index.upsert([make_point(n, [1.0, n / 10, 0.0, 0.0]) for n in range(1, 6)])
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=2)) == [pid(1), pid(2)]
+    assert index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=0) == []
+
+
+def test_upsert_replaces_a_point(index: Index) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], tier="short")])
+    index.upsert([make_point(1, [0.0, 1.0, 0.0, 0.0], tier="mid")])
+    [hit] = index.search(user_id="u1", vector=[0.0, 1.0, 0.0, 0.0], limit=5)
+    assert (hit.id, hit.payload["tier"], index.count(user_id="u1")) == (pid(1), "mid", 1)
+
+
+def test_users_never_see_each_others_points(index: Index) -> None:
+    same = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, same, user="alice", text="secret tea recipe"),
+                  make_point(2, same, user="bob", text="secret tea recipe")])
+    assert ids(index.search(user_id="alice", vector=same, limit=10)) == [pid(1)]
+    assert ids(index.search(user_id="bob", vector=same, limit=10)) == [pid(2)]
+    assert ids(index.search_text(user_id="alice", text="tea", limit=10)) == [pid(1)]
+    assert index.search(user_id="carol", vector=same, limit=10) == []
+
+
+def test_kind_match_and_match_any_filters(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([
+        make_point(1, vector, kind="page", segment_id="s1", tier="short"),
+        make_point(2, vector, kind="page", segment_id="s2", tier="mid"),
+        make_point(3, vector, kind="segment", segment_id="s1", tier="mid"),
+        make_point(4, vector, kind="trait", tier="long"),
+    ])
+
+    def found(**filters: Any) -> set[str]:
+        return set(ids(index.search(user_id="u1", vector=vector, limit=10, **filters)))
+
+    assert found(kind="page") == {pid(1), pid(2)}
+    assert found(match={"segment_id": "s1"}) == {pid(1), pid(3)}
+    assert found(kind="page", match={"segment_id": "s1"}) == {pid(1)}
+    assert found(match_any={"tier": ["mid", "long"]}) == {pid(2), pid(3), pid(4)}
+    assert found(kind="page", match_any={"tier": ["mid", "long"]}) == {pid(2)}
+    assert found(match_any={"tier": []}) == set()
+    assert found(kind="nothing") == set()
+
+
+# ---------------------------------------------------------------- writes
+
+
+def test_delete_only_touches_the_owners_points(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector), make_point(2, vector), make_point(3, vector, user="u2")])
+    index.delete(user_id="u1", ids=[pid(1), pid(3)])  # pid(3) belongs to u2: left alone
+    assert ids(index.search(user_id="u1", vector=vector, limit=10)) == [pid(2)]
+    assert ids(index.search(user_id="u2", vector=vector, limit=10)) == [pid(3)]
+    index.delete(user_id="u1", ids=[])
+    assert index.count() == 2
+
+
+def test_delete_user(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector), make_point(2, vector), make_point(3, vector, user="u2")])
+    index.delete_user(user_id="u1")
+    assert (index.count(user_id="u1"), index.count(user_id="u2"), index.count()) == (0, 1, 1)
+
+
+def test_count(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    assert index.count() == 0
+    index.upsert([make_point(1, vector), make_point(2, vector, kind="segment"),
+                  make_point(3, vector, user="u2"), make_point(4, vector, user="u2", kind="trait")])
+    assert index.count() == 4
+    assert index.count(user_id="u1") == 2
+    assert index.count(user_id="u1", kind="segment") == 1
+    assert index.count(kind="page") == 2
+    assert index.count(user_id="nobody") == 0
+
+
+def test_set_payload_moves_a_page_between_filters(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector, tier="short", segment_id="s1"),
+                  make_point(2, vector, tier="short", segment_id="s1"),
+                  make_point(3, vector, user="u2", tier="short")])
+    index.set_payload(user_id="u1", ids=[pid(1)], payload={"tier": "mid", "segment_id": "s9"})
+    index.set_payload(user_id="u1", ids=[pid(3)], payload={"tier": "mid"})  # not u1's: ignored
+
+    def tier(user: str, value: str) -> list[str]:
+        return ids(index.search(user_id=user, vector=vector, limit=10, match={"tier": value}))
+
+    assert tier("u1", "mid") == [pid(1)]
+    assert tier("u1", "short") == [pid(2)]
+    assert tier("u2", "short") == [pid(3)]
+    [moved] = index.search(user_id="u1", vector=vector, limit=1, match={"segment_id": "s9"})
+    assert moved.payload == {"user_id": "u1", "kind": "page", "tier": "mid", "segment_id": "s9"}
+    with pytest.raises(ValueError):
+        index.set_payload(user_id="u1", ids=[pid(1)], payload={"user_id": "u2"})
+
+
+def test_get_vectors_returns_stored_unit_vectors_of_the_owner(index: Index) -> None:
+    index.upsert([make_point(1, [3.0, 4.0, 0.0, 0.0]), make_point(2, [0.0, 0.0, 2.0, 0.0]),
+                  make_point(3, [1.0, 0.0, 0.0, 0.0], user="u2")])
+    vectors = index.get_vectors(user_id="u1", ids=[pid(1), pid(3), pid(99)])
+    assert list(vectors) == [pid(1)]
+    assert vectors[pid(1)] == pytest.approx([0.6, 0.8, 0.0, 0.0], abs=1e-6)  # cosine normalises
+    assert index.get_vectors(user_id="u1", ids=[]) == {}
+
+
+def test_get_payloads_returns_the_named_fields_of_the_owners_points(index: Index) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], kind="turn", seq=4, speaker="Ann", page_id="p1"),
+                  make_point(2, [0.0, 1.0, 0.0, 0.0], kind="turn", seq=5),
+                  make_point(3, [1.0, 0.0, 0.0, 0.0], user="u2", kind="turn", seq=9, speaker="Eve")])
+
+    found = index.get_payloads(user_id="u1", ids=[pid(1), pid(2), pid(3), pid(99)], fields=("seq", "speaker"))
+
+    assert found == {pid(1): {"seq": 4, "speaker": "Ann"}, pid(2): {"seq": 5}}
+    assert index.get_payloads(user_id="u1", ids=[], fields=("seq",)) == {}
+
+
+def test_search_without_payload_returns_ids_and_scores(index: Index) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], kind="turn", seq=4, text="hello there"),
+                  make_point(2, [0.0, 1.0, 0.0, 0.0], kind="turn", seq=5, text="hello again")])
+
+    [hit] = index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=1, kind="turn", fields=())
+    keyword = index.search_text(user_id="u1", text="hello", limit=2, kind="turn", fields=())
+
+    assert (hit.id, hit.payload) == (pid(1), {})
+    assert hit.score == pytest.approx(1.0, abs=1e-6)
+    assert sorted(ids(keyword)) == [pid(1), pid(2)] and all(h.payload == {} for h in keyword)
+
+
+def test_integer_ids_work_beside_uuids(index: Index) -> None:
+    big = str((1 << 63) + 5)
+    index.upsert([VectorPoint(id="42", vector=[1.0, 0.0, 0.0, 0.0], payload={"user_id": "u1", "kind": "turn"}),
+                  VectorPoint(id=big, vector=[0.9, 0.1, 0.0, 0.0], payload={"user_id": "u1", "kind": "turn"}),
+                  make_point(3, [0.0, 1.0, 0.0, 0.0], kind="turn")])
+
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=3)) == ["42", big, pid(3)]
+    assert set(index.get_vectors(user_id="u1", ids=["42", pid(3)])) == {"42", pid(3)}
+    index.delete(user_id="u1", ids=["42"])
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=3)) == [big, pid(3)]
+    with pytest.raises(ValueError, match="UUID or an unsigned 64-bit integer"):
+        index.upsert([VectorPoint(id=str(1 << 64), vector=[1.0, 0.0, 0.0, 0.0],
+                                  payload={"user_id": "u1", "kind": "turn"})])
+
+
+def test_ids_come_back_canonical(index: Index) -> None:
+    raw = uuid.UUID(int=7)
+    index.upsert([VectorPoint(id=raw.hex.upper(), vector=[1.0, 0.0, 0.0, 0.0],
+                              payload={"user_id": "u1", "kind": "page"})])
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=1)) == [str(raw)]
+
+
+@pytest.mark.parametrize("bad", [
+    VectorPoint(id="not-a-uuid", vector=[1.0, 0.0, 0.0, 0.0], payload={"user_id": "u1", "kind": "p"}),
+    VectorPoint(id=pid(1), vector=[1.0, 0.0, 0.0], payload={"user_id": "u1", "kind": "p"}),
+    VectorPoint(id=pid(1), vector=[1.0, 0.0, 0.0, 0.0], payload={"kind": "p"}),
+    VectorPoint(id=pid(1), vector=[1.0, 0.0, 0.0, 0.0], payload={"user_id": "u1"}),
+])
+def test_upsert_rejects_a_bad_batch_whole(index: Index, bad: VectorPoint) -> None:
+    with pytest.raises(ValueError):
+        index.upsert([make_point(2, [1.0, 0.0, 0.0, 0.0]), bad])
+    assert index.count() == 0
+
+
+def test_clear_drops_everything_and_stays_usable(index: Index) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0]), make_point(2, [1.0, 0.0, 0.0, 0.0], user="u2")])
+    index.clear()
+    assert index.count() == 0
+    index.upsert([make_point(3, [1.0, 0.0, 0.0, 0.0], text="tea")])
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=5)) == [pid(3)]
+    assert ids(index.search_text(user_id="u1", text="tea", limit=5)) == [pid(3)]
+
+
+# ---------------------------------------------------------------- keyword search
+
+
+def idf(docs: int, with_term: int) -> float:
+    """Qdrant's IDF modifier."""
+    return math.log(1 + (docs - with_term + 0.5) / (with_term + 0.5))
+
+
+def test_text_search_ranks_the_rare_term_first(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([
+        make_point(1, vector, text="Hiking trip with friends"),
+        make_point(2, vector, text="hiking, hiking and hiking boots"),
+        make_point(3, vector, text="The zeppelin museum visit"),
+        make_point(4, vector, text="cooking fresh pasta"),
+        # Another user's zeppelin pages neither show up nor dilute u1's IDF.
+        *[make_point(10 + n, vector, user="u2", text="zeppelin zeppelin") for n in range(5)],
+    ])
+    hits = index.search_text(user_id="u1", text="Zeppelin hikes", limit=10)
+    assert ids(hits) == [pid(3), pid(2), pid(1)]
+    # 3 tokens (zeppelin museum visit), tf 1: 2.2 / (1 + 1.2·(0.25 + 0.75·3/30)) = 2.2 / 1.39
+    assert hits[0].score == pytest.approx(idf(4, 1) * 2.2 / 1.39, rel=1e-3)
+    # "hik" is in 2 of u1's 4 documents. 4 tokens (hik hik hik boot), tf 3:
+    # 6.6 / (3 + 1.2·(0.25 + 0.1)); then 3 tokens (hik trip friend), tf 1.
+    assert hits[1].score == pytest.approx(idf(4, 2) * 6.6 / 3.42, rel=1e-3)
+    assert hits[2].score == pytest.approx(idf(4, 2) * 2.2 / 1.39, rel=1e-3)
+
+
+def test_text_search_filters_and_edge_cases(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector, kind="page", text="green tea", tier="short"),
+                  make_point(2, vector, kind="segment", text="tea ceremony", tier="mid"),
+                  make_point(3, vector, kind="page")])  # no text: never a keyword hit
+    assert set(ids(index.search_text(user_id="u1", text="tea", limit=10))) == {pid(1), pid(2)}
+    assert ids(index.search_text(user_id="u1", text="tea", limit=10, kind="segment")) == [pid(2)]
+    assert ids(index.search_text(user_id="u1", text="tea", limit=10, match={"tier": "short"})) == [pid(1)]
+    assert ids(index.search_text(user_id="u1", text="tea", limit=10,
+                                 match_any={"tier": ["mid", "long"]})) == [pid(2)]
+    assert index.search_text(user_id="u1", text="the and of", limit=10) == []
+    assert index.search_text(user_id="u1", text="coffee", limit=10) == []
+
+
+# ---------------------------------------------------------------- scale
+
+
+def test_filtered_search_at_10k_points(scale_index: Index) -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((10_000, 32)).astype(np.float32)
+    users = [f"user{n % 5}" for n in range(10_000)]
+    kinds = ["page" if n % 3 else "segment" for n in range(10_000)]
+    scale_index.upsert([make_point(n + 1, vectors[n].tolist(), user=users[n], kind=kinds[n])
+                        for n in range(10_000)])
+    assert scale_index.count() == 10_000
+    assert scale_index.count(user_id="user3") == 2_000
+
+    target = 4_253  # user3, kind page
+    assert (users[target], kinds[target]) == ("user3", "page")
+    hits = scale_index.search(user_id="user3", vector=vectors[target].tolist(), limit=10, kind="page")
+    assert hits[0].id == pid(target + 1)
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)
+    assert {(hit.payload["user_id"], hit.payload["kind"]) for hit in hits} == {("user3", "page")}
+    assert len(hits) == 10
+    # The same vector asked for by another user finds only that user's points.
+    others = scale_index.search(user_id="user1", vector=vectors[target].tolist(), limit=10)
+    assert pid(target + 1) not in ids(others)
+    assert {hit.payload["user_id"] for hit in others} == {"user1"}
+
+
+# ---------------------------------------------------------------- Edge specifics
+
+
+def test_edge_reopen_keeps_data_and_indexes(tmp_path: Path) -> None:
+    first = EdgeVectorIndex(tmp_path, dimension=DIM)
+    first.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], text="zeppelin museum"),
+                  make_point(2, [0.0, 1.0, 0.0, 0.0], tier="mid")])
+    first.close()
+    first.close()  # idempotent
+
+    second = EdgeVectorIndex(tmp_path, dimension=DIM)
+    assert ids(second.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=5)) == [pid(1), pid(2)]
+    assert ids(second.search_text(user_id="u1", text="zeppelin", limit=5)) == [pid(1)]
+    assert ids(second.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=5,
+                             match={"tier": "mid"})) == [pid(2)]
+    assert set(second._box[0].info().payload_schema) == {"user_id", "kind", "segment_id", "tier"}
+    second.close()
+
+
+def test_edge_dropped_object_releases_the_directory(tmp_path: Path) -> None:
+    first = EdgeVectorIndex(tmp_path, dimension=DIM)
+    first.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0])])
+    del first
+    gc.collect()
+    second = EdgeVectorIndex(tmp_path, dimension=DIM)
+    assert second.count() == 1
+    second.close()
+
+
+def test_edge_data_survives_a_process_that_never_closed(tmp_path: Path) -> None:
+    code = (
+        "import os, sys, uuid\n"
+        "from pathlib import Path\n"
+        "from memory.engine.ports import VectorPoint\n"
+        "from memory.adapters.vectors import EdgeVectorIndex\n"
+        "index = EdgeVectorIndex(Path(sys.argv[1]), dimension=4)\n"
+        "index.upsert([VectorPoint(id=str(uuid.UUID(int=1)), vector=[1, 0, 0, 0],\n"
+        "              payload={'user_id': 'u1', 'kind': 'page'}, text='zeppelin')])\n"
+        "os._exit(0)  # no close, no flush, no finalizer\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, cwd=REPO_ROOT)
+    reopened = EdgeVectorIndex(tmp_path, dimension=DIM)
+    assert ids(reopened.search_text(user_id="u1", text="zeppelin", limit=5)) == [pid(1)]
+    reopened.close()
+
+
+def test_edge_directory_is_one_process_only(tmp_path: Path) -> None:
+    first = EdgeVectorIndex(tmp_path, dimension=DIM)
+    with pytest.raises(Exception, match="WAL"):
+        EdgeVectorIndex(tmp_path, dimension=DIM)
+    first.close()
+
+
+def test_edge_dimension_gets_its_own_shard(tmp_path: Path) -> None:
+    small = EdgeVectorIndex(tmp_path, dimension=DIM)
+    small.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0])])
+    small.close()
+    large = EdgeVectorIndex(tmp_path, dimension=8)  # a new embedder: empty, ready for reindex
+    assert large.count() == 0
+    large.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["shard-4d", "shard-8d"]
+
+
+def test_edge_closed_index_refuses_calls(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path, dimension=DIM)
+    index.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        index.count()
+
+
+def test_edge_shared_between_threads(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path, dimension=DIM)
+    errors: list[BaseException] = []
+
+    def writer(offset: int) -> None:
+        try:
+            for n in range(50):
+                index.upsert([make_point(offset + n, [1.0, n / 50, 0.0, 0.0], text=f"note {n}")])
+                index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=3)
+                index.search_text(user_id="u1", text="note", limit=3)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(1000 * t + 1,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert index.count(user_id="u1") == 200
+    index.close()
+
+
+def test_edge_optimize_keeps_results(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path, dimension=DIM)
+    index.upsert([make_point(n, [1.0, n / 100, 0.0, 0.0]) for n in range(1, 101)])
+    index.delete(user_id="u1", ids=[pid(n) for n in range(50, 101)])
+    index.optimize()
+    assert index.count() == 49
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=2)) == [pid(1), pid(2)]
+    index.close()
+
+
+def test_open_vector_index_picks_edge_without_url(tmp_path: Path) -> None:
+    index = open_vector_index(url=None, path=tmp_path, dimension=DIM)
+    assert isinstance(index, EdgeVectorIndex)
+    assert isinstance(index, VectorIndex)
+    index.close()

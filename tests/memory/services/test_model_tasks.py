@@ -1,0 +1,77 @@
+"""Maintenance with an LLM endpoint: summaries and persona extraction, and their failures."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.adapters import configured
+from memory.models import LifecycleEvent, Segment
+from memory.services.pages import page_start
+from memory.services.turns import page_complete
+from persona.models import KnowledgeFact, UserTrait
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+
+
+@pytest.fixture
+def llm(memory_env, openai_server):
+    memory_env.LLM_ENABLED = True
+    memory_env.OPENAI_API_KEY = openai_server.api_key
+    memory_env.OPENAI_BASE_URL = openai_server.base_url
+    memory_env.OPENAI_TIMEOUT = 3.0
+    memory_env.OPENAI_MAX_RETRIES = 0
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
+    configured.chat_model.cache_clear()
+    return openai_server
+
+
+def add_page(user, query, response=""):
+    page = page_start(user=user, query=query)
+    return page_complete(page=page, response=response, reply_model="test")
+
+
+def test_segment_summary_comes_from_the_model(make_user, llm):
+    llm.reply(json.dumps({"summary": "The user is learning the violin.", "keywords": ["violins", "lessons"]}))
+    user = make_user()
+    add_page(user, "I started violin lessons.", "How do you like them?")
+    add_page(user, "Unrelated.", "")
+    segment = Segment.objects.get(user=user)
+    assert segment.summary == "The user is learning the violin."
+    assert segment.summary_source == "llm" and not segment.summary_stale
+    assert {"violin", "lesson"} <= set(segment.keywords)
+    request = llm.chat_requests()[0].body
+    assert "I started violin lessons." in request["messages"][-1]["content"]
+
+
+def test_garbage_from_the_model_keeps_the_offline_summary_and_says_so(make_user, llm):
+    llm.reply("this is not json", "{still not json")
+    user = make_user()
+    add_page(user, "I started violin lessons.", "How do you like them?")
+    add_page(user, "Unrelated.", "")
+    segment = Segment.objects.get(user=user)
+    assert segment.summary_source == "offline" and "violin" in segment.summary.lower()
+    assert not segment.summary_stale
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED)
+    assert event.payload["task"] == "segment_summary" and "2 attempts" in event.payload["error"]
+    assert len(llm.chat_requests()) == 2  # one retry, then the offline result stands
+
+
+def test_promotion_uses_the_models_extraction(make_user, llm, memory_env):
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "HEAT_THRESHOLD": 0.5}
+    llm.reply(
+        json.dumps({"summary": "Sailing.", "keywords": ["sailing"]}),
+        json.dumps({"facts": ["User owns a sailboat named Wren"],
+                    "agent_traits": ["Assistant suggested a sailing course"],
+                    "traits": [{"key": "sports_interest", "evidence": "I sail every weekend"}]}),
+    )
+    user = make_user()
+    add_page(user, "I sail my boat Wren every weekend.", "You could take an advanced sailing course.")
+    add_page(user, "Unrelated.", "")
+    assert list(KnowledgeFact.objects.filter(user=user).values_list("text", flat=True)) == [
+        "User owns a sailboat named Wren"]
+    trait = UserTrait.objects.get(user=user, key="sports_interest")
+    assert trait.score == pytest.approx(0.15)  # 0 + 0.3 · 0.5 · (1 − 0)
+    assert trait.evidence[0]["matched"] == ["I sail every weekend"]
+    assert configured.vector_index().count(user_id=str(user.pk), kind="kb") == 1

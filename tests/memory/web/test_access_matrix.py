@@ -1,0 +1,252 @@
+"""Who gets what, on every route of the URL conf (pages, the API, the admin) and the websocket:
+anonymous, the owner, another user, staff (an operator), the owner's token, another user's token,
+a revoked token. The routes are read from the URL conf: one without an entry here fails the test.
+Nobody but the owner and an operator ever sees the owner's words."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from memory.models import RetrievalTrace, Segment
+from memory.services.tokens import token_create, token_revoke
+from memory.services.turns import turn_run
+from persona.models import KnowledgeFact
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+SECRET = "Zanzibar"  # in the owner's every message: it must reach nobody else
+VISITORS = ("anonymous", "owner", "other", "staff", "owner_token", "other_token", "revoked_token")
+LOGIN = "login"  # a redirect to the sign-in page
+
+# What each kind of route answers each visitor. Tokens authenticate the API only.
+PAGE = {"anonymous": LOGIN, "owner": 200, "other": 200, "staff": 200, "owner_token": LOGIN, "other_token": LOGIN,
+        "revoked_token": LOGIN}
+OWNED_PAGE = {**PAGE, "other": 404, "staff": 404}  # names one of the owner's memories
+INSPECT = {**PAGE, "other": 404, "staff": 200}  # /inspector/<owner>/...: the owner and operators
+API_LIST = {"anonymous": 401, "owner": 200, "other": 200, "staff": 200, "owner_token": 200, "other_token": 200,
+            "revoked_token": 401}  # each caller's own memory
+API_OWNED = {**API_LIST, "other": 404, "staff": 404, "other_token": 404}  # names one of the owner's memories
+PUBLIC = dict.fromkeys(VISITORS, "any")  # sign-in pages, the API's documentation
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # with {owner}, {page}, {segment}, {fact}, {trace}, {cid}
+    expect: dict
+    body: dict | None = None
+    htmx: bool = False
+
+
+ROUTES: dict[str, list[Route]] = {
+    "accounts/login/": [Route("GET", "/accounts/login/", PUBLIC)],
+    "accounts/logout/": [Route("POST", "/accounts/logout/", PUBLIC)],
+    "accounts/password_change/": [Route("GET", "/accounts/password_change/", PAGE)],
+    "accounts/password_change/done/": [Route("GET", "/accounts/password_change/done/", PAGE)],
+    "accounts/password_reset/": [Route("GET", "/accounts/password_reset/", PUBLIC)],
+    "accounts/password_reset/done/": [Route("GET", "/accounts/password_reset/done/", PUBLIC)],
+    "accounts/reset/<uidb64>/<token>/": [Route("GET", "/accounts/reset/MQ/bad-token/", PUBLIC)],
+    "accounts/reset/done/": [Route("GET", "/accounts/reset/done/", PUBLIC)],
+    "accounts/signup/": [Route("GET", "/accounts/signup/", PUBLIC)],
+    "api/openapi.json": [Route("GET", "/api/openapi.json", PUBLIC)],
+    "api/docs": [Route("GET", "/api/docs", PUBLIC)],
+    "api/": [Route("GET", "/api/", PUBLIC)],
+    "api/memory/turns": [Route("POST", "/api/memory/turns", API_LIST, {"message": "What do you know?"})],
+    "api/memory/stats": [Route("GET", "/api/memory/stats", API_LIST)],
+    "api/memory/memories": [Route("GET", "/api/memory/memories?kind=page", API_LIST)],
+    "api/memory/memories/search": [Route("GET", "/api/memory/memories/search?q=island", API_LIST)],
+    "api/memory/memories/by-cid/<cid>": [Route("GET", "/api/memory/memories/by-cid/{cid}", API_OWNED)],
+    "api/memory/memories/<kind>/<ident>": [
+        Route("GET", "/api/memory/memories/page/{page}", API_OWNED),
+        Route("DELETE", "/api/memory/memories/page/{page}?dry_run=true", API_OWNED)],
+    "api/memory/memories/<kind>/<ident>/correct": [
+        Route("POST", "/api/memory/memories/fact/{fact}/correct", {**API_OWNED, "owner": 400, "owner_token": 400},
+              {"version": 99, "text": "stale"})],
+    "api/memory/memories/<kind>/<ident>/pin": [
+        Route("POST", "/api/memory/memories/page/{page}/pin", API_OWNED, {"value": True})],
+    "api/memory/memories/<kind>/<ident>/repress": [
+        Route("POST", "/api/memory/memories/page/{page}/repress", API_OWNED, {"value": False})],
+    "api/memory/recall": [Route("POST", "/api/memory/recall", API_LIST, {"query": "island"})],
+    "api/memory/events": [Route("GET", "/api/memory/events", API_LIST)],
+    "api/memory/traces": [Route("GET", "/api/memory/traces", API_LIST)],
+    "api/memory/traces/<trace_id>": [Route("GET", "/api/memory/traces/{trace}", API_OWNED)],
+    "api/persona/profile": [Route("GET", "/api/persona/profile", API_LIST),
+                            Route("PUT", "/api/persona/profile", API_LIST, {"gender": ""})],
+    "api/persona/traits": [Route("GET", "/api/persona/traits", API_LIST)],
+    "api/persona/kb": [Route("GET", "/api/persona/kb", API_LIST)],
+    "api/persona/agent-traits": [Route("GET", "/api/persona/agent-traits", API_LIST)],
+    "persona/profile/": [Route("GET", "/persona/profile/", PAGE)],
+    "persona/profile/skip/": [Route("POST", "/persona/profile/skip/", {**PAGE, "owner": 302, "other": 302,
+                                                                       "staff": 302})],
+    "": [Route("GET", "/", PAGE)],
+    "chat/stats/": [Route("GET", "/chat/stats/", PAGE)],
+    "chat/sonas/": [Route("POST", "/chat/sonas/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
+                          {"name": "helper"})],
+    "chat/sonas/select/": [Route("POST", "/chat/sonas/select/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
+                                 {"sona": "x"})],
+    "chat/turns/<uuid:page_id>/recall/": [Route("GET", "/chat/turns/{page}/recall/", OWNED_PAGE)],
+    "settings/tokens/": [Route("GET", "/settings/tokens/", PAGE)],
+    "inspector/": [Route("GET", "/inspector/", {**PAGE, "owner": 302, "other": 302, "staff": 302})],
+    "inspector/switch/": [Route("GET", "/inspector/switch/?user={owner}", {**INSPECT, "owner": 302, "staff": 302})],
+    "inspector/<str:username>/": [Route("GET", "/inspector/{owner}/", INSPECT)],
+    "inspector/<str:username>/stm/": [Route("GET", "/inspector/{owner}/stm/", INSPECT)],
+    "inspector/<str:username>/mtm/": [Route("GET", "/inspector/{owner}/mtm/", INSPECT)],
+    "inspector/<str:username>/mtm/<uuid:segment_id>/": [Route("GET", "/inspector/{owner}/mtm/{segment}/", INSPECT)],
+    "inspector/<str:username>/lpm/": [Route("GET", "/inspector/{owner}/lpm/", INSPECT)],
+    "inspector/<str:username>/lpm/traits/<slug:key>/": [Route("GET", "/inspector/{owner}/lpm/traits/openness/",
+                                                              INSPECT)],
+    "inspector/<str:username>/provenance/<slug:kind>/<str:ident>/": [
+        Route("GET", "/inspector/{owner}/provenance/page/{page}/", INSPECT)],
+    "inspector/<str:username>/recalls/": [Route("GET", "/inspector/{owner}/recalls/?q=island", INSPECT)],
+    "inspector/<str:username>/recalls/<uuid:trace_id>/": [Route("GET", "/inspector/{owner}/recalls/{trace}/",
+                                                                INSPECT)],
+    "inspector/<str:username>/events/": [Route("GET", "/inspector/{owner}/events/", INSPECT)],
+    "inspector/<str:username>/replay/": [Route("GET", "/inspector/{owner}/replay/", INSPECT)],
+    "inspector/<str:username>/memory/<slug:kind>/<str:ident>/": [
+        Route("GET", "/inspector/{owner}/memory/page/{page}/", INSPECT, htmx=True)],
+    "inspector/<str:username>/memory/<slug:kind>/<str:ident>/pin/": [
+        Route("POST", "/inspector/{owner}/memory/page/{page}/pin/", INSPECT, {"value": "1"}, htmx=True)],
+    "inspector/<str:username>/memory/<slug:kind>/<str:ident>/repress/": [
+        Route("POST", "/inspector/{owner}/memory/page/{page}/repress/", INSPECT, {"value": "0"}, htmx=True)],
+    "inspector/<str:username>/memory/<slug:kind>/<str:ident>/correct/": [
+        Route("GET", "/inspector/{owner}/memory/fact/{fact}/correct/", INSPECT, htmx=True)],
+    "inspector/<str:username>/memory/<slug:kind>/<str:ident>/delete/": [
+        Route("GET", "/inspector/{owner}/memory/page/{page}/delete/", INSPECT, htmx=True)],
+}
+
+
+def url_conf_routes() -> set[str]:
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                yield prefix + str(pattern.pattern)
+
+    return {route for route in walk(get_resolver().url_patterns) if not route.startswith("admin/")}
+
+
+@pytest.fixture
+def world(make_user, memory_env):
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}  # a segment forms
+    owner = make_user("owner")
+    for text in (f"My island is {SECRET}.", f"I sail to {SECRET} every June."):
+        turn_run(user=owner, message=text)
+    page = owner.pages.order_by("seq").first()
+    fact = KnowledgeFact.objects.create(user=owner, text=f"User sails to {SECRET}", normalised=f"sails {SECRET}")
+    other = make_user("other")
+    turn_run(user=other, message="I like trains.")
+    staff = make_user("staff", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=["inspect_any_user", "edit_any_user"]))
+    _, owner_token = token_create(user=owner, name="owner's")
+    _, other_token = token_create(user=other, name="other's")
+    revoked, revoked_text = token_create(user=owner, name="old")
+    token_revoke(user=owner, token_id=revoked.id)
+    ids = {"owner": owner.username, "page": str(page.id), "fact": str(fact.id), "cid": page.cid,
+           "segment": str(Segment.objects.get(user=owner).id),
+           "trace": str(RetrievalTrace.objects.filter(user=owner).first().id)}
+    sessions = {"owner": owner, "other": other, "staff": staff}
+    tokens = {"owner_token": owner_token, "other_token": other_token, "revoked_token": revoked_text}
+    return ids, sessions, tokens
+
+
+def request(visitor: str, route: Route, ids: dict, sessions: dict, tokens: dict, *, acting_for: str = ""):
+    client = Client()
+    headers = {"HTTP_HX_REQUEST": "true"} if route.htmx else {}
+    if visitor in sessions:
+        client.force_login(sessions[visitor])
+    elif visitor in tokens:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {tokens[visitor]}"
+    path = route.path.format(**ids)
+    if acting_for:
+        path += ("&" if "?" in path else "?") + f"user={acting_for}"
+    body = json.dumps(route.body) if route.path.startswith("/api/") and route.body is not None else route.body
+    kind = {"content_type": "application/json"} if route.path.startswith("/api/") else {}
+    call = getattr(client, route.method.lower())
+    return call(path, body, **kind, **headers) if body is not None else call(path, **headers)
+
+
+def test_every_route_answers_every_visitor_as_it_should(world):
+    ids, sessions, tokens = world
+    assert url_conf_routes() == set(ROUTES), "a route of the URL conf has no entry in the matrix (or the reverse)"
+    for pattern, routes in ROUTES.items():
+        for route in routes:
+            for visitor in VISITORS:
+                response = request(visitor, route, ids, sessions, tokens)
+                expected = route.expect[visitor]
+                where = (pattern, route.method, visitor, response.status_code)
+                if expected == LOGIN:
+                    assert response.status_code == 302 and "/accounts/login/" in response["Location"], where
+                elif expected == "any":
+                    assert response.status_code < 500, where
+                else:
+                    assert response.status_code == expected, where
+                content = b"".join(response.streaming_content) if response.streaming else response.content
+                if visitor not in ("owner", "owner_token") and not (visitor == "staff" and route.expect is INSPECT):
+                    assert SECRET.encode() not in content, where
+
+
+def test_acting_for_the_owner_through_the_api(world):
+    ids, sessions, tokens = world
+    from memory.services.tokens import token_create as make
+
+    _, staff_token = make(user=sessions["staff"], name="ops")
+    tokens = {**tokens, "staff_token": staff_token}
+    for pattern, routes in ROUTES.items():
+        for route in routes:
+            if not pattern.startswith("api/memory/") and not pattern.startswith("api/persona/"):
+                continue
+            refused = request("other_token", route, ids, sessions, tokens, acting_for="owner")
+            assert refused.status_code == 404 and SECRET.encode() not in refused.content, (pattern, route.method)
+            if route.expect is API_OWNED or route.expect is API_LIST:
+                allowed = request("staff_token", route, ids, sessions, tokens, acting_for="owner")
+                assert allowed.status_code in (200, 400), (pattern, route.method, allowed.status_code)
+
+
+def test_the_admin_is_for_staff_with_permissions(world, make_user):
+    ids, sessions, _ = world
+    admin_routes = [f"/admin/{app}/{model}/" for app, model in (
+        ("memory", "dialoguepage"), ("memory", "segment"), ("memory", "lifecycleevent"), ("memory", "retrievaltrace"),
+        ("memory", "memorynode"), ("memory", "memoryedge"), ("memory", "sona"), ("memory", "usermemorystate"),
+        ("memory", "apitoken"),
+        ("persona", "knowledgefact"), ("persona", "agenttrait"), ("persona", "usertrait"), ("persona", "userprofile"),
+        ("auth", "user"))]
+    root = make_user("root", is_staff=True, is_superuser=True)
+    for path in ["/admin/", *admin_routes]:
+        for visitor, expected in (("anonymous", 302), ("owner", 302), ("other", 302), ("staff", 403), ("root", 200)):
+            client = Client()
+            if visitor == "root":
+                client.force_login(root)
+            elif visitor in sessions:
+                client.force_login(sessions[visitor])
+            status = client.get(path).status_code
+            if path == "/admin/" and visitor == "staff":
+                expected = 200  # the index, listing nothing it may not see
+            assert status == expected, (path, visitor, status)
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_websocket_needs_a_session_and_only_shows_ones_own_turns(make_user):
+    from memoryos_site.asgi import application
+
+    anonymous = WebsocketCommunicator(application, "/ws/chat/", headers=[(b"origin", b"http://testserver")])
+    connected, code = await anonymous.connect()
+    assert not connected or (await anonymous.receive_output()).get("code") == 4401
+    await anonymous.disconnect()
+    owner = await database_sync_to_async(make_user)("wsowner")
+    client = Client()
+    await database_sync_to_async(client.force_login)(owner)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    socket = WebsocketCommunicator(application, "/ws/chat/",
+                                   headers=[(b"origin", b"http://testserver"), (b"cookie", cookie)])
+    connected, _ = await socket.connect()
+    assert connected
+    await socket.disconnect()

@@ -1,0 +1,86 @@
+"""Accounts a newcomer meets: the secret key a server refuses to start without, the password
+rules of sign-up, and failed sign-ins throttled per account and per address (django-axes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+ROOT = Path(__file__).resolve().parents[3]
+LOGIN = "/accounts/login/"
+
+
+def _boot(**env: str) -> subprocess.CompletedProcess:
+    """Load the settings in a fresh process, as any server or command does first."""
+    environ = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG")}
+    environ.update(DJANGO_SETTINGS_MODULE="memoryos_site.settings", **env)
+    return subprocess.run([sys.executable, "-c", "import django; django.setup(); print('started')"], cwd=ROOT,
+                          env=environ, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("key", ["", "   "])
+def test_an_empty_secret_key_is_refused_when_debug_is_off(key):
+    booted = _boot(DEBUG="0", SECRET_KEY=key)
+    assert booted.returncode != 0 and "started" not in booted.stdout
+    assert "ImproperlyConfigured: Set SECRET_KEY" in booted.stderr
+
+
+def test_a_real_secret_key_starts_and_debug_may_run_without_one():
+    assert _boot(DEBUG="0", SECRET_KEY="a-real-key-" + "x" * 40).stdout.strip() == "started"
+    assert _boot(DEBUG="1", SECRET_KEY="").stdout.strip() == "started"  # the development key
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("password", "reason"), [
+    ("12345678", b"This password is entirely numeric."),
+    ("password", b"This password is too common."),
+    ("zoe-walker", b"The password is too similar to the username."),
+    ("short", b"at least 8 characters"),
+])
+def test_sign_up_refuses_weak_passwords(client, password, reason):
+    response = client.post("/accounts/signup/", {"username": "zoe-walker", "password1": password,
+                                                 "password2": password})
+    assert response.status_code == 200 and reason in response.content
+    assert not response.wsgi_request.user.is_authenticated
+
+
+def _sign_in(username: str, password: str, *, address: str = "10.0.0.1"):
+    return Client(REMOTE_ADDR=address).post(LOGIN, {"username": username, "password": password})
+
+
+@pytest.fixture
+def accounts(make_user, settings):
+    settings.AXES_FAILURE_LIMIT = 5
+    return make_user("ana"), make_user("ben")
+
+
+def test_failed_sign_ins_lock_the_account_from_every_address(accounts):
+    for _ in range(4):
+        assert _sign_in("ana", "wrong-password").status_code == 200  # the form, with its error
+    assert _sign_in("ana", "wrong-password").status_code == 429  # the fifth failure locks
+    locked = _sign_in("ana", "pw-123456789", address="10.0.0.2")  # the right password, elsewhere
+    assert locked.status_code == 429
+    assert b"Too many failed sign-ins" in locked.content and b"Try again in" in locked.content
+    assert _sign_in("ben", "pw-123456789", address="10.0.0.2").status_code == 302  # others are not
+
+
+def test_failed_sign_ins_lock_the_address_for_every_account(accounts):
+    for name in ("ghost1", "ghost2", "ghost3", "ghost4"):
+        assert _sign_in(name, "guess", address="10.0.0.9").status_code == 200
+    assert _sign_in("ghost5", "guess", address="10.0.0.9").status_code == 429
+    assert _sign_in("ben", "pw-123456789", address="10.0.0.9").status_code == 429
+    assert _sign_in("ben", "pw-123456789", address="10.0.0.3").status_code == 302
+
+
+def test_a_successful_sign_in_clears_the_failures(accounts):
+    for _ in range(4):
+        _sign_in("ana", "wrong-password")
+    assert _sign_in("ana", "pw-123456789").status_code == 302
+    for _ in range(4):
+        assert _sign_in("ana", "wrong-password").status_code == 200
+    assert _sign_in("ana", "pw-123456789").status_code == 302
