@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from memory.adapters import configured
-from memory.benchmarks import common, qa
+from memory.benchmarks import common, inspector, qa
 from memory.management.commands import bench
 from memory.management.commands.bench import BenchmarkUnavailable, load
 from memory.models import DialoguePage
@@ -149,6 +149,19 @@ def test_recalls_are_timed_query_by_query_in_shuffled_orders_with_the_parts_of_t
 
 
 @pytest.mark.slow
+def test_inspector_times_every_page_beside_the_chat_page_and_the_replay_steps(memory_env):
+    result = run_json("inspector", "--pages", "60", "--requests", "2", "--recalls", "2", "--steps", "3",
+                      "--pool", "40")
+    pages = result["pages"]
+    assert inspector.BASELINE in pages and pages[inspector.BASELINE]["url"] == "/"
+    assert {"overview", "short-term", "long-term (90 traits)", "recalls", "replay page"} <= set(pages)
+    assert all(p["n"] == 2 and 0 < p["p50"] <= p["max"] for p in pages.values())
+    assert result["replay"]["synthetic"]["n"] == 3 and result["replay"]["synthetic"]["events"] > 60
+    table = inspector.render(result)
+    assert "p50 / chat" in table and "chat page (baseline)" in table
+    assert not get_user_model().objects.filter(pages__isnull=False).exists()  # the bench's users are gone
+
+
 def test_scale_in_a_fresh_database_renders_tables(memory_env):
     out = io.StringIO()
     call_command("bench", "scale", "--sizes", "12", "--queries", "2", "--write-sample", "1", "--pool", "24",
