@@ -418,3 +418,9 @@ def trace_one(*, user, trace_id: str) -> RetrievalTrace | None:
     except ValueError:
         return None
     return RetrievalTrace.objects.filter(user=user, id=key).first()
+
+
+def memory_node_by_cid(*, user, cid: str) -> MemoryNode | None:
+    """The graph node with this content id (or one it had before), with its block."""
+    return (MemoryNode.objects.filter(user=user, cid=cid).first()
+            or MemoryNode.objects.filter(user=user, aliases__cid=cid).first())
