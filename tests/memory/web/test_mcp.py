@@ -28,6 +28,7 @@ from memory.services.tokens import token_create
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[3]
+UNKNOWN_CID = "bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmdtuo7kxq"
 
 
 @pytest.fixture
@@ -98,7 +99,8 @@ def test_tools_over_http_act_for_the_token_s_user_only(make_user, server_url):
     )
     assert not second.is_error
     second_node = MemoryNode.objects.get(user=alice, cid=second.structured_content["cid"])
-    assert dict(node_verify(cid=second_node.cid, block=bytes(second_node.block)).dependencies) == {"about": (0.5, first)}
+    second_deps = node_verify(cid=second_node.cid, block=bytes(second_node.block)).dependencies
+    assert second_deps["about"] == (0.5, first)  # (maintenance may add "follows": the chain)
     assert got.structured_content["node"]["data"]["query"] == "My sister Lena plays the cello in Vienna."
     assert got.structured_content["memory"]["kind"] == "page"
     assert "cello" in json.dumps(recalled.structured_content["items"])
@@ -111,7 +113,7 @@ def test_tools_over_http_act_for_the_token_s_user_only(make_user, server_url):
                                  ("recall", {"prompt": "What instrument does Lena play?"}))
     assert bob_sees.is_error
     assert "cello" not in json.dumps(bob_recall.structured_content["items"])
-    assert "4417" in json.dumps(bob_recall.structured_content["items"]) or bob_recall.structured_content["items"]
+    assert "4417" in json.dumps(bob_recall.structured_content["items"])
 
 
 def test_http_without_a_valid_token_is_refused_before_mcp(make_user, server_url):
@@ -138,7 +140,7 @@ def test_tools_over_stdio_from_the_management_command(tmp_path):
             added = await client.call_tool("add_memory", {"text": "Carol keeps bees on her roof."})
             got = await client.call_tool("get_memory", {"cid": added.structured_content["cid"]})
             recalled = await client.call_tool("recall", {"prompt": "What does Carol keep on her roof?"})
-            missing = await client.call_tool("get_memory", {"cid": "bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmdtuo7kxq"})
+            missing = await client.call_tool("get_memory", {"cid": UNKNOWN_CID})
             return tools, added, got, recalled, missing
 
     tools, added, got, recalled, missing = anyio.run(run)
