@@ -19,6 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, type=Path)
 
     def handle(self, *args, user: str, out: Path, **options):
+        out = Path(out)
         owner = get_user_model().objects.filter(username=user).first()
         if owner is None:
             raise CommandError(f"No user {user!r}.")

@@ -21,6 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True)
 
     def handle(self, *args, archive: Path, user: str, **options):
+        archive = Path(archive)
         owner = get_user_model().objects.filter(username=user).first()
         if owner is None:
             raise CommandError(f"No user {user!r}.")
