@@ -230,7 +230,7 @@ class MemoryNode(models.Model):
         indexes = [models.Index(fields=["user", "cid"])]
 
     def __str__(self) -> str:
-        return f"{self.kind}:{self.cid[:12]}"
+        return f"{self.kind}:…{self.cid[-10:]}"  # every CIDv1 here begins "bafyrei"
 
 
 class MemoryAlias(models.Model):

@@ -37,8 +37,10 @@ def _dependencies_check(user, dependencies: Mapping[str, Any]) -> list[tuple[str
         raise MemoryInputError(f"At most {MAX_DEPENDENCIES} dependencies; got {len(dependencies)}.")
     checked = []
     for name, value in dependencies.items():
-        if not isinstance(name, str) or not name.strip() or len(name) > RELATION_MAX_CHARS:
-            raise MemoryInputError(f"A dependency's name is 1 to {RELATION_MAX_CHARS} characters: {name!r}.")
+        if not isinstance(name, str) or not name.strip() or len(name) > RELATION_MAX_CHARS or "/" in name:
+            # "/" is how a node numbers repeated relations (engine/content_ids.py dependency_map)
+            raise MemoryInputError(f"A dependency's name is 1 to {RELATION_MAX_CHARS} characters without '/': "
+                                   f"{name!r}.")
         if not isinstance(value, list | tuple) or len(value) != 2:
             raise MemoryInputError(f"Dependency {name!r}: expected [weight, content id], got {value!r}.")
         weight, cid = value
