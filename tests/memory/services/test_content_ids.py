@@ -16,7 +16,9 @@ from memory.engine.ipld import node_decode, node_verify
 from memory.models import MemoryAlias, MemoryNode
 from memory.selectors import memory_by_cid
 from memory.services import graph
+from memory.services.common import MemoryInputError
 from memory.services.pages import page_start
+from memory.services.remember import memory_add
 from memory.services.turns import page_complete
 from persona.models import KnowledgeFact
 
@@ -123,3 +125,20 @@ def test_the_migration_gives_existing_nodes_cids_and_keeps_their_old_ids(make_us
     assert set(MemoryAlias.objects.filter(user_id=user.pk).values_list("cid", flat=True)) == {"a" * 64, "b" * 64}
     assert KnowledgeFact.objects.get(pk=fact.pk).cid == nodes["fact"].cid
     assert memory_by_cid(user=nodes["page"].user, cid="a" * 64)[0] == "page"
+
+
+@pytest.mark.parametrize("dependencies, message", [
+    ({"a/b": [1.0, "{cid}"]}, "without '/'"),
+    ({"about": [1.5, "{cid}"]}, "weight must be a number in \\[0, 1\\]"),
+    ({"about": [0.5, "bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmdtuo7kxq"]}, "no memory with content id"),
+    ({"about": "{cid}"}, "expected \\[weight, content id\\]"),
+])
+def test_add_memory_refuses_bad_dependencies_and_writes_nothing(make_user, dependencies, message):
+    user = make_user()
+    first = say(user, "I collect antique maps of Lisbon.")
+    first.refresh_from_db()
+    filled = {name: [v.replace("{cid}", first.cid) if isinstance(v, str) else v for v in value]
+              if isinstance(value, list) else value.replace("{cid}", first.cid) for name, value in dependencies.items()}
+    with pytest.raises(MemoryInputError, match=message):
+        memory_add(user=user, text="Depends on something.", dependencies=filled)
+    assert user.pages.count() == 1 and MemoryNode.objects.filter(user=user).count() == 1
