@@ -207,7 +207,8 @@ class DialoguePage(models.Model):
 
 
 class MemoryNode(models.Model):
-    """A node of the memory graph: anything remembered, addressed by a content id."""
+    """A node of the memory graph: anything remembered, addressed by a content id: the CIDv1 of its
+    DAG-CBOR `block` {timestamp?, kind, data, dependencies} (memory/engine/content_ids.py)."""
 
     class Kind(models.TextChoices):
         PAGE = "page", "dialogue page"
@@ -219,7 +220,9 @@ class MemoryNode(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_nodes")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     object_id = models.CharField(max_length=64)
-    cid = models.CharField(max_length=64)
+    # A base32 CIDv1 of sha2-256 is 59 characters; room for longer hashes.
+    cid = models.CharField(max_length=100)
+    block = models.BinaryField(default=b"")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -227,7 +230,24 @@ class MemoryNode(models.Model):
         indexes = [models.Index(fields=["user", "cid"])]
 
     def __str__(self) -> str:
-        return f"{self.kind}:{self.cid[:12]}"
+        return f"{self.kind}:…{self.cid[-10:]}"  # every CIDv1 here begins "bafyrei"
+
+
+class MemoryAlias(models.Model):
+    """An id a node had before: its sha256 id from before CIDv1 (0011_memoria_cids), or a CID it had
+    before its dependencies grew. Links already shown keep resolving."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_aliases")
+    node = models.ForeignKey(MemoryNode, on_delete=models.CASCADE, related_name="aliases")
+    cid = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "cid"], name="uniq_node_alias")]
+        indexes = [models.Index(fields=["user", "cid"])]
+
+    def __str__(self) -> str:
+        return f"{self.cid[:12]} -> {self.node_id}"
 
 
 class MemoryEdge(models.Model):

@@ -394,6 +394,8 @@ def memory_one(*, user, kind: str, ident: str):
 def memory_by_cid(*, user, cid: str) -> tuple[str, Any] | None:
     """The memory with this content id (or whose earlier version had it): (kind, row)."""
     node = MemoryNode.objects.filter(user=user, cid=cid).exclude(kind="user_trait").first()
+    if node is None:  # an id it had before: from before CIDv1, or before its dependencies grew
+        node = MemoryNode.objects.filter(user=user, aliases__cid=cid).exclude(kind="user_trait").first()
     if node is None:
         return None
     kind = NODE_KIND_TO_KIND[node.kind]
@@ -416,3 +418,9 @@ def trace_one(*, user, trace_id: str) -> RetrievalTrace | None:
     except ValueError:
         return None
     return RetrievalTrace.objects.filter(user=user, id=key).first()
+
+
+def memory_node_by_cid(*, user, cid: str) -> MemoryNode | None:
+    """The graph node with this content id (or one it had before), with its block."""
+    return (MemoryNode.objects.filter(user=user, cid=cid).first()
+            or MemoryNode.objects.filter(user=user, aliases__cid=cid).first())

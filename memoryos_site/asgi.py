@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels.
+"""ASGI entry point: HTTP through Django (and /mcp through the MCP server), websockets through Channels.
 
 Importing it is what starting a server does (daphne, runserver): the embedder and the vector index
 start loading then, on a thread of their own, so the first turn does not wait for them
@@ -19,11 +19,22 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E402
+from memory.web.mcp import McpHttpApp, is_mcp_path  # noqa: E402
 from memory.web.routing import websocket_urlpatterns  # noqa: E402
+
+mcp_app = McpHttpApp()
+
+
+async def http_app(scope, receive, send):
+    """/mcp is the MCP server (memory/web/mcp.py); everything else is Django."""
+    if is_mcp_path(scope["path"]):
+        return await mcp_app(scope, receive, send)
+    return await django_asgi_app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

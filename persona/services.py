@@ -14,7 +14,7 @@ from django.utils import timezone
 from memory.adapters import configured
 from memory.config import memory_params
 from memory.engine import offline
-from memory.engine.content_ids import content_id, trait_evidence_object_id
+from memory.engine.content_ids import trait_evidence_object_id
 from memory.engine.long_term import fifo_overflow, normalise_fact
 from memory.engine.mid_term import segment_after_promotion
 from memory.engine.ports import VectorPoint
@@ -107,8 +107,7 @@ def persona_promote_segment(*, user_id: int, segment_id: str, heat: float, now: 
 
 def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
                       vectors: list[list[float]], at: datetime) -> list[VectorPoint]:
-    seg_node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.SEGMENT, object_id=str(segment.id),
-                              cid=segment.cid or str(segment.id))
+    seg_node = graph.node_of(user_id=user_id, obj=segment, kind=MemoryNode.Kind.SEGMENT)
     points: list[VectorPoint] = []
     vector_iter = iter(vectors)
     for model, kind, items in ((KnowledgeFact, "kb", extraction.facts),
@@ -119,10 +118,9 @@ def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
             if row is None:
                 continue
             node_kind = MemoryNode.Kind.FACT if kind == "kb" else MemoryNode.Kind.AGENT_TRAIT
-            node = graph.node_put(user_id=user_id, kind=node_kind, object_id=str(row.id), cid=row.cid)
+            node = graph.row_node_put(user_id=user_id, kind=node_kind, row=row)
             graph.edge_put(user_id=user_id, source=node, target=seg_node, relation="extracted_from")
-            page_node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.PAGE, object_id=str(page.id),
-                                       cid=page.cid or str(page.id))
+            page_node = graph.node_of(user_id=user_id, obj=page, kind=MemoryNode.Kind.PAGE)
             graph.edge_put(user_id=user_id, source=node, target=page_node, relation="stated_in")
             event = (LifecycleEvent.Kind.FACT_ADDED if kind == "kb" else LifecycleEvent.Kind.AGENT_TRAIT_ADDED)
             event_record(user_id=user_id, kind=event, subject_id=row.id, at=at, text=text,
@@ -145,7 +143,7 @@ def _lpm_row_put(model, *, user_id: int, text: str, page: DialoguePage, segment:
     return model.objects.create(
         user_id=user_id, text=text, normalised=normalised, segment=segment, source_page_ids=[str(page.id)],
         source_ids=list(page.source_ids), timestamp=page.timestamp,
-        cid=content_id(model.__name__, {"user": user_id, "text": normalised}), **extra,
+        **extra,
     )
 
 
@@ -162,7 +160,8 @@ def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...
     # One node per (dimension, page) piece of evidence.
     node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.USER_TRAIT,
                           object_id=trait_evidence_object_id(key, str(page.id)),
-                          cid=content_id("user_trait", {"key": key, "page": str(page.id)}))
+                          data={"trait": key, "weight": round(weight, 4), "matched": sorted(matched)},
+                          timestamp=page.timestamp)
     graph.edge_put(user_id=user_id, source=node, target=seg_node, relation="evidence_from", weight=weight)
     event_record(user_id=user_id, kind=LifecycleEvent.Kind.TRAIT_UPDATED, subject_id=key, at=at,
                  name=TRAITS_BY_KEY[key].name, before=round(old, 4), after=round(trait.score, 4),

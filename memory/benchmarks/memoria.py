@@ -4,7 +4,7 @@ Builds --nodes memory nodes shaped like a conversation (each page depends on the
 weight 1; every 10 pages a segment node depends on them, weight 0.5), then times in the same run:
 
 - content ids: node_encode + block_cid (libipld) per node, against the sha256-of-canonical-JSON
-  content_id the graph uses today (the baseline of the ratio) and, when the test extras are
+  ids the graph used before 0011_memoria_cids (the baseline of the ratio) and, when the test extras are
   installed, dag-cbor + multiformats (pure Python);
 - verification: node_verify per block (sha2-256, decoding, the canonical re-encoding);
 - a CAR archive of all the blocks: car_encode and car_decode (every block's hash verified, blocks
@@ -28,7 +28,7 @@ import libipld
 from django.core.management.base import CommandError
 
 from memory.benchmarks import common
-from memory.engine.content_ids import content_id
+from memory.engine.content_ids import legacy_content_id
 from memory.engine.ipld import MemoryNode, block_cid, node_build, node_cid, node_encode, node_verify
 from memory.engine.memoria import Candidate, MemoriaParams, memoria_rank, memoria_recall
 from memory.engine.memoria_expansion import graph_reader
@@ -78,9 +78,11 @@ def _total_ms(call: Callable[[], Any], repeats: int = REPEATS) -> tuple[float, A
 
 
 def _content_id_rows(nodes: list[MemoryNode]) -> list[dict[str, Any]]:
-    baseline_ms, _ = _total_ms(lambda: [content_id(node.kind, {"data": node.data, "deps": dict(node.dependencies),
-                                                               "timestamp": node.timestamp}) for node in nodes])
-    rows = [{"method": "sha256 of JSON (today's content_id)", "ms": baseline_ms}]
+    baseline_ms, _ = _total_ms(lambda: [legacy_content_id(node.kind, {"data": node.data,
+                                                                      "deps": dict(node.dependencies),
+                                                                      "timestamp": node.timestamp})
+                                        for node in nodes])
+    rows = [{"method": "sha256 of JSON (the graph's ids before 0011)", "ms": baseline_ms}]
     ours_ms, _ = _total_ms(lambda: [block_cid(node_encode(node)) for node in nodes])
     rows.append({"method": "DAG-CBOR + CIDv1, libipld (ipld.py)", "ms": ours_ms})
     try:

@@ -1,15 +1,84 @@
-"""Content ids for the memory graph (Memoria): a hash of a node's canonical content."""
+"""Content ids for the memory graph (Memoria): every node is an IPLD block, its id a CIDv1.
+
+A node is `{timestamp?, kind, data, dependencies: {name: (weight, CID)}}` encoded as DAG-CBOR
+(engine/ipld.py); its id is the CIDv1 (sha2-256, base32) of that block. What a stored row puts in
+`data` is fixed here, once, so that services and the data migration (0011_memoria_cids) agree:
+
+    page          {"query", "response"}                      timestamp: when it was said
+    segment       {"summary", "keywords"}                    no timestamp (a summary of its pages)
+    fact          {"text"}                                   timestamp: the page it was stated in
+    agent_trait   {"text"}                                   timestamp: the page it was stated in
+
+Sona membership, importance and repression are mutable annotations kept beside the node, never in it.
+Dependencies come from the node's outgoing edges (services/graph.py): an edge's relation is the
+dependency's name, suffixed "/1", "/2"... (in the order of the targets' CIDs) when a relation occurs
+more than once, so that names are derived from content alone and an imported node keeps its CID.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import uuid
-from typing import Any
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from memory.engine.ipld import Dependency, block_cid, node_build, node_decode, node_encode
 
 
-def content_id(kind: str, content: dict[str, Any]) -> str:
-    """sha256 over the kind and its content as canonical JSON (sorted keys, no spaces)."""
+class ContentBlock(NamedTuple):
+    cid: str
+    block: bytes
+
+
+def content_block(*, kind: str, data: Any, timestamp: datetime | float | None = None,
+                  dependencies: Mapping[str, Any] | None = None) -> ContentBlock:
+    """The node's DAG-CBOR block and its CIDv1."""
+    block = node_encode(node_build(kind=kind, data=data, dependencies=dependencies, timestamp=timestamp))
+    return ContentBlock(block_cid(block), block)
+
+
+def content_id(kind: str, data: Any, *, timestamp: datetime | float | None = None,
+               dependencies: Mapping[str, Any] | None = None) -> str:
+    """The CIDv1 of a node (content_block's cid)."""
+    return content_block(kind=kind, data=data, timestamp=timestamp, dependencies=dependencies).cid
+
+
+def dependency_map(edges: Iterable[tuple[str, float, str]]) -> dict[str, Dependency]:
+    """Named dependencies from (relation, weight, target CID) edges; weights clamped into [0, 1]."""
+    by_relation: dict[str, list[tuple[str, float]]] = {}
+    for relation, weight, target in edges:
+        by_relation.setdefault(relation, []).append((target, min(max(float(weight), 0.0), 1.0)))
+    named: dict[str, Dependency] = {}
+    for relation, targets in by_relation.items():
+        if len(targets) == 1:
+            named[relation] = Dependency(targets[0][1], targets[0][0])
+            continue
+        for index, (target, weight) in enumerate(sorted(targets), start=1):
+            named[f"{relation}/{index}"] = Dependency(weight, target)
+    return named
+
+
+def row_content(kind: str, row: Any) -> tuple[dict[str, Any], datetime | None]:
+    """(data, timestamp) of a stored memory row of a node kind (the table in the module docstring)."""
+    if kind == "page":
+        return {"query": row.query, "response": row.response}, row.timestamp
+    if kind == "segment":
+        return {"summary": row.summary, "keywords": sorted(row.keywords)}, None
+    if kind in ("fact", "agent_trait"):
+        return {"text": row.text}, row.timestamp
+    raise ValueError(f"no row content for a {kind!r} node")
+
+
+def block_with_dependencies(block: bytes, dependencies: Mapping[str, Dependency]) -> ContentBlock:
+    """The same node (kind, data, timestamp) with other dependencies: a node whose edges changed."""
+    node = node_decode(block)
+    return content_block(kind=node.kind, data=node.data, timestamp=node.timestamp, dependencies=dependencies)
+
+
+def legacy_content_id(kind: str, content: dict[str, Any]) -> str:
+    """The graph's ids before 0011_memoria_cids: sha256 over canonical JSON (kept for the benchmark)."""
     canonical = json.dumps({"kind": kind, "content": content}, sort_keys=True, separators=(",", ":"),
                            ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -524,7 +524,8 @@ def _centre_nodes(user, kind: str, ident: str) -> list[MemoryNode]:
     if node_kind is None:
         return []
     return list(MemoryNode.objects.filter(user=user, kind=node_kind, object_id=ident)
-                or MemoryNode.objects.filter(user=user, kind=node_kind, cid=ident))
+                or MemoryNode.objects.filter(user=user, kind=node_kind, cid=ident)
+                or MemoryNode.objects.filter(user=user, kind=node_kind, aliases__cid=ident))
 
 
 def node_labels(*, user, nodes: list[MemoryNode], trait_keys: dict[str, str] | None = None) -> dict[int, str]:

@@ -27,7 +27,6 @@ from django.db import transaction
 
 from memory.adapters import configured
 from memory.engine import offline
-from memory.engine.content_ids import content_id
 from memory.engine.long_term import normalise_fact
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode, Segment, Tier, vector_to_bytes
@@ -192,7 +191,7 @@ def memory_correct(*, user, kind: str, ident: str, version: int | None, actor=No
         row.version += 1
         row.save()
         if kind in NODE_KINDS:
-            _version_node(user.pk, NODE_KINDS[kind], str(row.pk), old_cid, row.cid)
+            _version_node(user.pk, NODE_KINDS[kind], row)
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.CORRECTED, subject_id=_subject(kind, row),
                      target=kind, actor=actor_name(actor), before=before, after=after, reason=reason,
                      version=row.version, old_cid=old_cid, cid=getattr(row, "cid", ""))
@@ -201,13 +200,15 @@ def memory_correct(*, user, kind: str, ident: str, version: int | None, actor=No
     return Edit(kind=kind, ident=_subject(kind, row), action=LifecycleEvent.Kind.CORRECTED, row=row)
 
 
-def _version_node(user_id: int, node_kind: str, object_id: str, old_cid: str, new_cid: str) -> None:
-    """The memory's node takes its new content id; the old version keeps a node of its own, which
-    the new one `replaces` (object id "<id>@<old cid's head>", within 64 characters)."""
-    current = graph.node_put(user_id=user_id, kind=node_kind, object_id=object_id, cid=new_cid)
-    if old_cid and old_cid != new_cid:
-        old = graph.node_put(user_id=user_id, kind=node_kind, object_id=f"{object_id}@{old_cid[:16]}", cid=old_cid)
+def _version_node(user_id: int, node_kind: str, row) -> None:
+    """The memory's node takes its new content id; the old version keeps a node of its own (its block
+    as it was), which the new one `replaces` (object id "<id>@<old cid's tail>", within 64 characters)."""
+    before = MemoryNode.objects.filter(user_id=user_id, kind=node_kind, object_id=str(row.pk)).first()
+    current = graph.row_node_put(user_id=user_id, kind=node_kind, row=row)
+    if before is not None and before.block and before.cid != current.cid:
+        old = graph.node_version_keep(user_id=user_id, node=current, old_cid=before.cid, old_block=bytes(before.block))
         graph.edge_put(user_id=user_id, source=current, target=old, relation="replaces")
+        row.cid = current.cid
 
 
 def _text(values: dict, name: str, *, required: bool = True, limit: int = MAX_TEXT) -> str | None:
@@ -236,8 +237,6 @@ def _correct_page(user, page: DialoguePage, values: dict, actor, reason: str):
     vectors = embed_or_none([page_text(query, response, page.reply_model)])
     if vectors:
         page.embedding = vector_to_bytes(vectors[0])
-    page.cid = content_id("page", {"query": query, "response": response, "timestamp": page.timestamp,
-                                   "user": page.user_id, "version": page.version + 1})
     page.turns_indexed = False
     if page.segment_id:
         Segment.objects.filter(id=page.segment_id).update(rederive=True)
@@ -269,7 +268,6 @@ def _correct_segment(user, segment: Segment, values: dict, actor, reason: str):
     vectors = embed_or_none([segment_text(segment)])
     if vectors:
         segment.embedding = vector_to_bytes(vectors[0])
-    segment.cid = content_id("segment", {"id": str(segment.id), "summary": summary, "keywords": keywords})
 
     def sync() -> None:
         if not segment.repressed and segment.status == Segment.Status.ACTIVE:
@@ -287,7 +285,6 @@ def _correct_entry(user, row, values: dict, actor, reason: str):
                                f"this.")
     before = {"text": row.text}
     row.text, row.normalised = text, normalised
-    row.cid = content_id(model.__name__, {"user": user.pk, "text": normalised})
     vectors = embed_or_none([text])
 
     def sync() -> None:

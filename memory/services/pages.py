@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from memory.adapters import configured
 from memory.engine import offline
-from memory.engine.content_ids import content_id
 from memory.engine.ports import VectorPoint
 from memory.models import (
     OFFLINE_MODEL_NAME,
@@ -80,8 +79,6 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         vectors = embed_or_none([text])
         embedding = vectors[0] if vectors else None
     keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", text)))
-    cid = content_id("page", {"query": page.query, "response": response, "timestamp": page.timestamp,
-                              "user": page.user_id})
     with transaction.atomic():
         state = lock_user_state(page.user_id)
         # Maintenance may have moved the page while the reply streamed; keep where it is now.
@@ -91,9 +88,8 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         page.reply_model = reply_model
         page.keywords = keywords
         page.embedding = vector_to_bytes(embedding) if embedding is not None else b""
-        page.cid = cid
-        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding", "cid"])
-        graph.node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, object_id=str(page.id), cid=cid)
+        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding"])
+        graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page)
         state.maintenance_due = True
         state.save(update_fields=["maintenance_due"])
         if embedding is not None:

@@ -104,3 +104,26 @@ def vectors_optimize() -> OptimizeReport | None:
     return OptimizeReport(points=points, seconds=time.perf_counter() - started, changed=changed,
                           shard_dir=Path(shard_dir), size_before_mb=before, size_after_mb=dir_size_mb(shard_dir))
 
+
+
+def reindex_user(*, user_id: int) -> dict[str, int]:
+    """Upsert one user's points (pages, segments, KB facts, agent traits, utterances), as
+    reindex_all does for everyone; after an import, say. Repressed memories stay out."""
+    index = configured.vector_index()
+    pages = (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, repressed=False)
+             .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True).order_by("pk"))
+    sources = [
+        ("page", pages, _page_points),
+        ("segment", Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE, repressed=False)
+         .order_by("pk"), lambda b: [segment_point(s) for s in b]),
+        ("kb", KnowledgeFact.objects.filter(user_id=user_id, repressed=False).order_by("pk"), _lpm_points),
+        ("agent_trait", AgentTrait.objects.filter(user_id=user_id, repressed=False).order_by("pk"), _lpm_points),
+    ]
+    counts = {}
+    for kind, queryset, to_points in sources:
+        counts[kind] = 0
+        for batch in _batches(queryset.iterator(chunk_size=BATCH)):
+            index.upsert(to_points(batch))
+            counts[kind] += len(batch)
+    counts["turn_pages"] = index_turns(user_id=user_id)
+    return counts

@@ -12,7 +12,6 @@ from django.utils import timezone
 from memory.adapters import configured
 from memory.config import memory_params
 from memory.engine import mid_term, offline
-from memory.engine.content_ids import content_id
 from memory.engine.ports import VectorPoint
 from memory.engine.types import SegmentView
 from memory.models import (
@@ -93,8 +92,8 @@ def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) 
     segment.embedding = vector_to_bytes(vectors[0] if vectors else merged.embedding)
     segment.summary_source = "offline"
     segment.summary_stale = configured.chat_model() is not None
-    segment.cid = content_id("segment", {"id": str(segment.id), "summary": segment.summary})
     segment.save()
+    graph.row_node_put(user_id=segment.user_id, kind=MemoryNode.Kind.SEGMENT, row=segment)
 
 
 def _record_move(user_id: int, page: DialoguePage, segment: Segment, plan: mid_term.MergePlan,
@@ -132,10 +131,9 @@ def segment_rederive(*, user_id: int, segment_id) -> None:
         segment.page_count = DialoguePage.objects.filter(segment=segment).count()
         segment.summary_source = "offline"
         segment.summary_stale = configured.chat_model() is not None
-        segment.cid = content_id("segment", {"id": str(segment.id), "summary": segment.summary})
         segment.rederive = False
         segment.save()
-        graph.node_put(user_id=user_id, kind=MemoryNode.Kind.SEGMENT, object_id=str(segment.id), cid=segment.cid)
+        graph.row_node_put(user_id=user_id, kind=MemoryNode.Kind.SEGMENT, row=segment)
         if vectors and not segment.repressed and segment.status == Segment.Status.ACTIVE:
             point = segment_point(segment)
             transaction.on_commit(lambda: configured.vector_index().upsert([point]))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 
 from memory.adapters import configured
-from memory.engine.content_ids import content_id
 from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, MemoryNode, RetrievalTrace, Segment, Tier
 from memory.recall.base import policy_names
 from memory.services import graph
@@ -41,8 +40,8 @@ def recalled_texts(user, query: str, policy: str) -> str:
 def fact(user, text: str, pages: list[DialoguePage], segment: Segment | None = None) -> KnowledgeFact:
     """A KB fact stated in `pages`, with its node, edges and point, as a promotion writes it."""
     row = KnowledgeFact.objects.create(user=user, text=text, normalised=text.lower(), segment=segment,
-                                       source_page_ids=[str(p.id) for p in pages], cid=content_id("f", {"t": text}))
-    node = graph.node_put(user_id=user.pk, kind=MemoryNode.Kind.FACT, object_id=str(row.id), cid=row.cid)
+                                       source_page_ids=[str(p.id) for p in pages])
+    node = graph.row_node_put(user_id=user.pk, kind=MemoryNode.Kind.FACT, row=row)
     for page in pages:
         target = graph.node_of(user_id=user.pk, obj=page, kind=MemoryNode.Kind.PAGE)
         graph.edge_put(user_id=user.pk, source=node, target=target, relation="stated_in")

@@ -1,0 +1,288 @@
+"""One user's whole memory as a CAR archive (memory/formats/car.py), and back into another user.
+
+Every block of the archive is a Memoria node (engine/ipld.py), so any IPLD tool decodes it:
+
+- the graph's own nodes, byte for byte as stored: {timestamp?, kind, data, dependencies};
+- one record per row (sona, segment, page, KB fact, agent trait, user trait, profile, the page
+  counter), kind "memoryos/<name>", `data` the row's fields (ids as text, times as ISO 8601,
+  embeddings as base64), a `node` dependency on the row's graph node when it has one;
+- the root, kind "memoryos/export": {format, version, user, exported_at, records: {name: [link]},
+  nodes: [[kind, object id, link]], aliases: [[node number, old id]]}.
+
+Import reads the archive with every block checked against its CID (car_read) and decoded as a node
+(node_verify); the first bad block is named and nothing is written. Rows get new ids (the graph's
+CIDs do not change: no id is part of a node's content); edges are rebuilt from the nodes'
+dependencies; the vectors are rebuilt after the commit, so recall over the imported memory gives
+what it gave over the original.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, BinaryIO
+
+from django.db import models, transaction
+from django.utils import timezone
+
+from memory.engine.content_ids import content_block, trait_evidence_object_id
+from memory.engine.ipld import BlockError, Link, node_verify
+from memory.formats.car import CarError, car_read, car_write
+from memory.models import (
+    DialoguePage,
+    MemoryAlias,
+    MemoryEdge,
+    MemoryNode,
+    Segment,
+    Sona,
+    UserMemoryState,
+)
+from memory.services.common import MemoryInputError, lock_user_state
+from memory.services.reindex import reindex_user
+from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
+
+FORMAT = "memoryos-export"
+VERSION = 1
+ROOT_KIND = "memoryos/export"
+# In the order an import creates them (what a row points at comes first).
+RECORDS: tuple[tuple[str, type[models.Model]], ...] = (
+    ("sona", Sona), ("segment", Segment), ("page", DialoguePage), ("fact", KnowledgeFact),
+    ("agent_trait", AgentTrait), ("user_trait", UserTrait), ("profile", UserProfile), ("state", UserMemoryState),
+)
+NODE_OF_RECORD = {"segment": MemoryNode.Kind.SEGMENT, "page": MemoryNode.Kind.PAGE, "fact": MemoryNode.Kind.FACT,
+                  "agent_trait": MemoryNode.Kind.AGENT_TRAIT}
+ID_FIELDS = {"id", "sona_id", "segment_id", "previous_id", "chain_id"}
+
+
+@dataclass
+class Summary:
+    user: str
+    blocks: int = 0
+    nodes: int = 0
+    edges: int = 0
+    records: dict[str, int] = field(default_factory=dict)
+    root: str = ""
+
+
+# ------------------------------------------------------------------ rows <-> record data
+
+def _fields(row: models.Model) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column in row._meta.concrete_fields:
+        if column.name == "user":
+            continue
+        value = getattr(row, column.attname)
+        if value is None:
+            out[column.attname] = None
+        elif isinstance(column, models.BinaryField):
+            out[column.attname] = base64.b64encode(bytes(value)).decode("ascii")
+        elif isinstance(column, models.DateTimeField):
+            out[column.attname] = value.isoformat()
+        elif isinstance(value, uuid.UUID):
+            out[column.attname] = str(value)
+        else:
+            out[column.attname] = value
+    return out
+
+
+def _values(model: type[models.Model], data: dict[str, Any]) -> dict[str, Any]:
+    """Field values of a record's data (fields the model no longer has are left out)."""
+    columns = {column.attname: column for column in model._meta.concrete_fields if column.name != "user"}
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        column = columns.get(name)
+        if column is None:
+            continue
+        if value is not None and isinstance(column, models.BinaryField):
+            value = base64.b64decode(value)
+        elif value is not None and isinstance(column, models.DateTimeField):
+            value = datetime.fromisoformat(value)
+        values[name] = value
+    return values
+
+
+# ------------------------------------------------------------------ export
+
+def _export_blocks(user) -> tuple[list[tuple[str, bytes]], dict[str, Any], Summary]:
+    summary = Summary(user=user.get_username())
+    blocks: dict[str, bytes] = {}
+    nodes = list(MemoryNode.objects.filter(user=user).exclude(block=b"").order_by("pk"))
+    node_cids = {(node.kind, node.object_id): node.cid for node in nodes}
+    for node in nodes:
+        blocks.setdefault(node.cid, bytes(node.block))
+    records: dict[str, list[Link]] = {}
+    for name, model in RECORDS:
+        links = []
+        for row in model.objects.filter(user=user).order_by("pk"):
+            node_cid = node_cids.get((NODE_OF_RECORD.get(name, ""), str(row.pk)))
+            cid, block = content_block(kind=f"memoryos/{name}", data=_fields(row),
+                                       dependencies={"node": (1.0, node_cid)} if node_cid else None)
+            blocks.setdefault(cid, block)
+            links.append(Link(cid))
+        records[name] = links
+        summary.records[name] = len(links)
+    numbers = {node.pk: index for index, node in enumerate(nodes)}
+    aliases = [[numbers[node_id], cid] for node_id, cid in
+               MemoryAlias.objects.filter(user=user, node_id__in=numbers).values_list("node_id", "cid")]
+    root_data = {"format": FORMAT, "version": VERSION, "user": summary.user, "exported_at": timezone.now(),
+                 "records": records, "nodes": [[node.kind, node.object_id, Link(node.cid)] for node in nodes],
+                 "aliases": aliases}
+    summary.nodes = len(nodes)
+    return list(blocks.items()), root_data, summary
+
+
+def memory_export(*, user, out: BinaryIO) -> Summary:
+    """Write `user`'s memory to `out` as a CARv1 archive (the module docstring); what was written."""
+    blocks, root_data, summary = _export_blocks(user)
+    root_cid, root_block = content_block(kind=ROOT_KIND, data=root_data)
+    car_write(out=out, roots=[root_cid], blocks=[(root_cid, root_block), *blocks])
+    summary.blocks, summary.root = len(blocks) + 1, root_cid
+    return summary
+
+
+# ------------------------------------------------------------------ import
+
+def _read(source: BinaryIO) -> tuple[dict[str, Any], dict[str, bytes], dict[str, Any]]:
+    """The root's data, the blocks and every block's node, all checked; MemoryInputError names the first bad one."""
+    try:
+        archive = car_read(source)
+    except CarError as error:
+        raise MemoryInputError(f"The archive is refused, nothing was imported: {error}") from None
+    decoded = {}
+    for cid, block in archive.blocks.items():
+        try:
+            decoded[cid] = node_verify(cid=cid, block=block)
+        except BlockError as error:
+            raise MemoryInputError(f"The archive is refused, nothing was imported: {error}") from None
+    root = decoded[archive.roots[0]]
+    if root.kind != ROOT_KIND or not isinstance(root.data, dict) or root.data.get("format") != FORMAT:
+        raise MemoryInputError(f"Not a MemoryOS memory export: its root is a {root.kind!r} node.")
+    if root.data.get("version") != VERSION:
+        raise MemoryInputError(f"Export version {root.data.get('version')!r}; this installation reads {VERSION}.")
+    return root.data, dict(archive.blocks), decoded
+
+
+def _record(decoded: dict, link: Any, name: str) -> dict[str, Any]:
+    if not isinstance(link, Link) or link.cid not in decoded or decoded[link.cid].kind != f"memoryos/{name}":
+        raise MemoryInputError(f"The export's {name} list names a block that is not a {name} record: {link!r}.")
+    return dict(decoded[link.cid].data)
+
+
+def _has_memory(user) -> bool:
+    return any(model.objects.filter(user=user).exists()
+               for model in (DialoguePage, Segment, KnowledgeFact, AgentTrait, MemoryNode))
+
+
+def _remap(data: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+    out = dict(data)
+    for name in ID_FIELDS & set(out):
+        if out[name] is not None:  # a row without a new id (a user trait's number) gets one on insert
+            out[name] = ids.get(str(out[name]))
+    if "source_page_ids" in out:
+        out["source_page_ids"] = [ids.get(str(page), str(page)) for page in out["source_page_ids"] or []]
+    if "evidence" in out:
+        out["evidence"] = [{**entry, "page_id": ids.get(str(entry.get("page_id")), entry.get("page_id"))}
+                           for entry in out["evidence"] or []]
+    return out
+
+
+def _import_rows(user, root: dict, decoded: dict, ids: dict[str, str], summary: Summary) -> None:
+    records = root.get("records") or {}
+    plain = {name: [_record(decoded, link, name) for link in records.get(name) or []] for name, _ in RECORDS}
+    for name in ("sona", "segment", "page", "fact", "agent_trait"):
+        for data in plain[name]:
+            ids[str(data["id"])] = str(uuid.uuid4())
+    existing_sonas = {sona.name: sona for sona in Sona.objects.filter(user=user)}
+    has_default = any(sona.is_default for sona in existing_sonas.values())
+    for data in plain["sona"]:
+        if data.get("name") in existing_sonas:  # the same sona: its memories join it
+            ids[str(data["id"])] = str(existing_sonas[data["name"]].id)
+            continue
+        values = _values(Sona, _remap(data, ids))
+        values["is_default"] = bool(values.get("is_default")) and not has_default
+        Sona.objects.create(user=user, **values)
+    previous: dict[str, str] = {}
+    for name, model in RECORDS[1:6]:
+        rows = []
+        for data in plain[name]:
+            values = _values(model, _remap(data, ids))
+            if values.get("id") is None:
+                values.pop("id", None)
+            if name == "page" and values.get("previous_id"):
+                previous[values["id"]] = values.pop("previous_id")
+            if name == "page":
+                values["turns_indexed"] = False  # the utterance index is rebuilt after the commit
+            rows.append(model(user=user, **values))
+        model.objects.bulk_create(rows)
+        summary.records[name] = len(rows)
+    for page_id, previous_id in previous.items():
+        DialoguePage.objects.filter(user=user, pk=page_id).update(previous_id=previous_id)
+    for data in plain["profile"][:1]:
+        UserProfile.objects.update_or_create(user=user, defaults=_values(UserProfile, data))
+    for data in plain["state"][:1]:
+        UserMemoryState.objects.filter(user=user).update(next_seq=max(int(data.get("next_seq", 1)), 1))
+
+
+def _object_id(kind: str, object_id: str, ids: dict[str, str], traits: dict[str, str]) -> str:
+    if kind == MemoryNode.Kind.USER_TRAIT:
+        return traits.get(object_id, object_id)
+    head, at, tail = object_id.partition("@")
+    return ids.get(head, head) + at + tail
+
+
+def _import_graph(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, str], summary: Summary) -> None:
+    traits: dict[str, str] = {}  # a piece of trait evidence is named by (dimension, page)
+    old_ids = {new: old for old, new in ids.items()}
+    for trait in UserTrait.objects.filter(user=user):
+        for entry in trait.evidence:
+            new_page = str(entry.get("page_id"))
+            old_page = old_ids.get(new_page, new_page)
+            traits[trait_evidence_object_id(trait.key, old_page)] = trait_evidence_object_id(trait.key, new_page)
+    nodes = []
+    for entry in root.get("nodes") or []:
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], Link)
+                and entry[2].cid in blocks):
+            raise MemoryInputError(f"The export's node list has an entry that names no block of it: {entry!r}.")
+        kind, object_id, link = entry
+        nodes.append(MemoryNode(user=user, kind=kind, object_id=_object_id(kind, str(object_id), ids, traits),
+                                cid=link.cid, block=blocks[link.cid]))
+    MemoryNode.objects.bulk_create(nodes)
+    nodes = list(MemoryNode.objects.filter(user=user).order_by("pk"))
+    by_cid: dict[str, MemoryNode] = {}
+    for node in nodes:  # a memory's current node before an earlier version with the same content
+        if "@" not in node.object_id or node.cid not in by_cid:
+            by_cid[node.cid] = node
+    edges = []
+    for node in nodes:
+        for name, dependency in decoded[node.cid].dependencies.items():
+            target = by_cid.get(dependency.cid)
+            if target is not None:  # a dependency deleted before the export stays in the block only
+                relation = name.rsplit("/", 1)[0] if name.rsplit("/", 1)[-1].isdigit() else name
+                edges.append(MemoryEdge(user=user, source=node, target=target, relation=relation,
+                                        weight=dependency.weight))
+    MemoryEdge.objects.bulk_create(edges, ignore_conflicts=True)
+    MemoryAlias.objects.bulk_create(
+        [MemoryAlias(user=user, node=nodes[number], cid=str(alias)) for number, alias in root.get("aliases") or []
+         if isinstance(number, int) and 0 <= number < len(nodes)], ignore_conflicts=True)
+    summary.nodes, summary.edges = len(nodes), len(edges)
+
+
+def memory_import(*, user, source: BinaryIO) -> Summary:
+    """Import an export (memory_export) into `user`, who must have no memory yet; every block is
+    checked first and a bad archive changes nothing. The vectors are rebuilt after the commit."""
+    root, blocks, decoded = _read(source)
+    summary = Summary(user=user.get_username(), blocks=len(blocks))
+    with transaction.atomic():
+        lock_user_state(user.pk)
+        if _has_memory(user):
+            raise MemoryInputError(f"{user.get_username()} already has memories; import into a user without any.")
+        ids: dict[str, str] = {}
+        try:
+            _import_rows(user, root, decoded, ids, summary)
+        except (KeyError, TypeError, ValueError) as error:
+            raise MemoryInputError(f"The export's records cannot be imported: {error!r}") from None
+        _import_graph(user, root, blocks, decoded, ids, summary)
+        transaction.on_commit(lambda: reindex_user(user_id=user.pk))
+    return summary
