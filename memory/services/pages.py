@@ -27,7 +27,7 @@ from memory.models import (
     Sona,
     vector_to_bytes,
 )
-from memory.services import graph
+from memory.services import graph, memoria
 from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
 from memory.services.events import event_record
 
@@ -93,7 +93,10 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         page.embedding = vector_to_bytes(embedding) if embedding is not None else b""
         page.cid = cid
         page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding", "cid"])
-        graph.node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, object_id=str(page.id), cid=cid)
+        node = graph.node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, object_id=str(page.id), cid=cid)
+        if page.sona_id:  # every memory belongs to a sona: a page to the one it happened in
+            memoria.sona_membership_add(user_id=page.user_id, sona=page.sona, node=node)
+        memoria.fulltext_page_put(page=page, text=text)
         state.maintenance_due = True
         state.save(update_fields=["maintenance_due"])
         if embedding is not None:
