@@ -117,7 +117,8 @@ def _ratings(user_id: int, texts: list[str], reply: str) -> tuple[list[int], str
 def memoria_after_reply(*, user_id: int, trace_id, reply: str) -> dict[str, int]:
     """Rate, update importance and bubble up for one reply's memoria trace; node id -> rating."""
     trace = RetrievalTrace.objects.select_related("page__sona", "user").filter(id=trace_id, user_id=user_id).first()
-    recalled = (trace.payload.get("memoria") or {}).get("order", []) if trace is not None else []
+    memoria = (trace.payload.get("memoria") or {}) if trace is not None else {}
+    recalled = memoria.get("expansion", {}).get("order", [])
     if not recalled:
         return {}
     user = trace.user
