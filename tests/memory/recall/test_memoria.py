@@ -208,3 +208,63 @@ def test_importance_moves_by_ewma_after_each_reply_and_a_used_memory_bubbles_up(
     assert again.importance == pytest.approx(0.7 * (0.7 * 5.5 + 0.3 * first) + 0.3 * rating)
     assert again.importance_ratings == 2
     assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.SONA_JOINED).count() == 1
+
+
+def _recall_trace(user, query: str):
+    recall = recall_for_query(user=user, query=query, policy="memoria", turn_tiers=BOTH, update_heat=False)
+    return recall.trace, recall.trace.payload["memoria"]["expansion"]["order"]
+
+
+def _with_llm(settings, server):
+    settings.LLM_ENABLED = True
+    settings.OPENAI_API_KEY = server.api_key
+    settings.OPENAI_BASE_URL = server.base_url
+    settings.OPENAI_TIMEOUT = 3.0
+    settings.OPENAI_MAX_RETRIES = 0
+    configured.chat_model.cache_clear()
+
+
+def test_the_llm_rates_every_recalled_memory_in_one_call(make_user, memory_env, openai_server):
+    import json
+
+    from memory.services.memoria import memoria_after_reply
+
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user = make_user()
+    say(user, "My sourdough starter is called Bubbles.")
+    say(user, "The weather was grey all week.")
+    trace, order = _recall_trace(user, "What is my sourdough starter called?")
+    assert len(order) == 2
+    _with_llm(memory_env, openai_server)
+    openai_server.reply(json.dumps({"ratings": {"1": 9, "2": 2}}))
+    rated = memoria_after_reply(user_id=user.pk, trace_id=trace.id, reply="It is called Bubbles.")
+    assert rated == {order[0]: 9, order[1]: 2}
+    assert len(openai_server.chat_requests()) == 1  # one call for all of them, off the reply path
+    asked = openai_server.chat_requests()[0].body["messages"][-1]["content"]
+    assert "1. " in asked and "2. " in asked and "Bubbles" in asked
+    nodes = MemoryNode.objects.in_bulk([int(i) for i in order])
+    assert nodes[int(order[0])].importance == pytest.approx(0.7 * 5.5 + 0.3 * 9)
+    assert nodes[int(order[1])].importance == pytest.approx(0.7 * 5.5 + 0.3 * 2)
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED)
+    assert event.payload["source"] == "llm"
+
+
+def test_a_bad_rating_answer_falls_back_to_overlap_and_says_so(make_user, memory_env, openai_server):
+    from memory.engine.memoria_rating import overlap_rating
+    from memory.services.memoria import memoria_after_reply
+
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user = make_user()
+    page = say(user, "My sourdough starter is called Bubbles.")
+    trace, order = _recall_trace(user, "What is my sourdough starter called?")
+    _with_llm(memory_env, openai_server)
+    openai_server.reply('{"ratings": {"1": 99}}', "not json at all")
+    reply = "Your sourdough starter is called Bubbles."
+    rated = memoria_after_reply(user_id=user.pk, trace_id=trace.id, reply=reply)
+    # the page's words: sourdough, starter, call, bubbl, note; the reply repeats four of the five
+    assert rated == {order[0]: overlap_rating(f"User: {page.query} | Assistant: Noted.", reply)}
+    assert rated[order[0]] == 1 + round(9 * 4 / 5)
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED,
+                                         payload__task="importance_rating").exists()
+    assert LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED).payload["source"] == \
+        "overlap"
