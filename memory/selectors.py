@@ -24,6 +24,7 @@ from memory.models import (
     RetrievalTrace,
     Segment,
     Sona,
+    SonaMembership,
     Tier,
     UserMemoryState,
 )
@@ -83,6 +84,15 @@ def chat_history(*, user, limit: int = 200) -> tuple[list[DialoguePage], int]:
 
 def sona_list(*, user) -> list[Sona]:
     return list(Sona.objects.filter(user=user).order_by("created_at"))
+
+
+def sona_memories(*, user, sona: Sona, limit: int = 200) -> list[SonaMembership]:
+    """The memories (graph nodes) of one of the user's sonas, newest membership first, each with how
+    it got there (where it happened, or bubbled up from another sona)."""
+    if sona.user_id != user.pk:
+        return []
+    return list(SonaMembership.objects.filter(user=user, sona=sona).select_related("node")
+                .order_by("-created_at", "-id")[:limit])
 
 
 def sona_name_taken(*, user, name: str) -> bool:

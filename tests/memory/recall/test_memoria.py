@@ -268,3 +268,16 @@ def test_a_bad_rating_answer_falls_back_to_overlap_and_says_so(make_user, memory
                                          payload__task="importance_rating").exists()
     assert LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED).payload["source"] == \
         "overlap"
+
+
+def test_a_sona_lists_its_memories_and_no_one_elses(make_user, memory_env):
+    from memory.selectors import sona_memories
+
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user, other = make_user("me"), make_user("other")
+    gardener = sona_get_or_create(user=user, name="gardener")
+    page = say(user, "The tomatoes need staking.", sona=gardener)
+    say(user, "Unfiled thought.")
+    listed = sona_memories(user=user, sona=gardener)
+    assert [(m.node.object_id, m.via) for m in listed] == [(str(page.id), "origin")]
+    assert sona_memories(user=other, sona=gardener) == []
