@@ -200,6 +200,13 @@ def test_importance_moves_by_ewma_after_each_reply_and_a_used_memory_bubbles_up(
     assert not SonaMembership.objects.filter(sona=cook, node=weather_node).exists()
     # importance is never shown to the model
     assert "importance" not in result.prompt.messages[0].content.lower()
+    # the reply's recall panel shows Memoria's terms for each memory it used
+    from memory.selectors import turn_recall
+
+    panel = dict(turn_recall(user=user, page_id=result.page.id).sections)
+    shown = next(row for row in panel["Earlier conversations (Memoria, causal order)"] if row.ref == str(starter.id))
+    scores = dict(shown.scores)
+    assert {"Memoria score", "meaning", "words", "importance", "sona similarity", "budget"} <= set(scores)
 
     turn_run(user=user, message="Remind me what my sourdough starter is called.", sona=cook, policy="memoria")
     second = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED).order_by("id")
