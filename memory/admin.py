@@ -22,6 +22,7 @@ from memory.models import (
     RetrievalTrace,
     Segment,
     Sona,
+    SonaMembership,
     UserMemoryState,
 )
 from memory.services.common import MemoryInputError
@@ -160,9 +161,17 @@ class UserMemoryStateAdmin(ReadOnlyAdmin):
 
 @admin.register(MemoryNode)
 class MemoryNodeAdmin(ReadOnlyAdmin):
-    list_display = ("kind", "object_id", "cid", "user", "created_at")
+    list_display = ("kind", "object_id", "cid", "user", "importance", "importance_ratings", "created_at")
     list_filter = ("kind",)
     search_fields = ("cid", "object_id", "user__username")
+
+
+@admin.register(SonaMembership)
+class SonaMembershipAdmin(ReadOnlyAdmin):
+    list_display = ("sona", "node", "via", "user", "created_at")
+    list_filter = ("via",)
+    search_fields = ("sona__name", "node__cid", "user__username")
+    list_select_related = ("sona", "node", "user")
 
 
 @admin.register(MemoryEdge)

@@ -36,6 +36,9 @@ class Sona(models.Model):
     is_default = models.BooleanField(default=False)
     # The recall policy this sona's turns use by name (memory/recall/); blank: the setting's.
     recall_policy = models.CharField(max_length=32, blank=True, default="")
+    # The name's embedding (float32 bytes), computed when the sona is made or renamed: Memoria's
+    # sona similarity compares it with the names of the sonas a memory belongs to.
+    name_embedding = models.BinaryField(default=b"", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -223,6 +226,11 @@ class MemoryNode(models.Model):
     # A base32 CIDv1 of sha2-256 is 59 characters; room for longer hashes.
     cid = models.CharField(max_length=100)
     block = models.BinaryField(default=b"")
+    # Memoria's mutable annotation, beside the node and never part of its content: the EWMA of the
+    # 1-10 helpfulness ratings it got after the replies it was recalled for (null: never rated).
+    # It is never shown to the model.
+    importance = models.FloatField(null=True, blank=True)
+    importance_ratings = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -267,6 +275,27 @@ class MemoryEdge(models.Model):
         return f"{self.source_id} -{self.relation}-> {self.target_id}"
 
 
+class SonaMembership(models.Model):
+    """A memory (graph node) belongs to a sona: where it happened, or where it bubbled up to."""
+
+    class Via(models.TextChoices):
+        ORIGIN = "origin", "happened in the sona"
+        BUBBLED_UP = "bubbled_up", "recalled from another sona and used"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sona_memberships")
+    sona = models.ForeignKey(Sona, on_delete=models.CASCADE, related_name="memberships")
+    node = models.ForeignKey(MemoryNode, on_delete=models.CASCADE, related_name="sona_memberships")
+    via = models.CharField(max_length=12, choices=Via.choices, default=Via.ORIGIN)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["sona", "node"], name="uniq_sona_member")]
+        indexes = [models.Index(fields=["node", "sona"])]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} in {self.sona_id} ({self.via})"
+
+
 class LifecycleEvent(models.Model):
     class Kind(models.TextChoices):
         PAGE_ADDED = "page_added", "page added"
@@ -295,6 +324,8 @@ class LifecycleEvent(models.Model):
         DELETED = "deleted", "deleted"
         USER_FORGOTTEN = "user_forgotten", "everything of the user forgotten"
         OPERATOR_ACCESS = "operator_access", "an operator's API call for this user"
+        IMPORTANCE_RATED = "importance_rated", "recalled memories rated for a reply (Memoria)"
+        SONA_JOINED = "sona_joined", "a memory bubbled up into a sona (Memoria)"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     kind = models.CharField(max_length=32, choices=Kind.choices)

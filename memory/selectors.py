@@ -24,6 +24,7 @@ from memory.models import (
     RetrievalTrace,
     Segment,
     Sona,
+    SonaMembership,
     Tier,
     UserMemoryState,
 )
@@ -85,6 +86,15 @@ def sona_list(*, user) -> list[Sona]:
     return list(Sona.objects.filter(user=user).order_by("created_at"))
 
 
+def sona_memories(*, user, sona: Sona, limit: int = 200) -> list[SonaMembership]:
+    """The memories (graph nodes) of one of the user's sonas, newest membership first, each with how
+    it got there (where it happened, or bubbled up from another sona)."""
+    if sona.user_id != user.pk:
+        return []
+    return list(SonaMembership.objects.filter(user=user, sona=sona).select_related("node")
+                .order_by("-created_at", "-id")[:limit])
+
+
 def sona_name_taken(*, user, name: str) -> bool:
     return Sona.objects.filter(user=user, name__iexact=name).exists()
 
@@ -109,6 +119,7 @@ RECALL_TITLES = {
     "kb_fact": "Facts about you (long-term)",
     "user_trait": "Your traits (long-term)", "agent_trait": "Assistant notes (long-term)",
     "profile": "Your profile", "agent_profile": "Persona", "stm_page": "Recent turns (short-term)",
+    "memoria_page": "Earlier conversations (Memoria, causal order)", "memoria_note": "Topics and facts (Memoria)",
 }
 
 
@@ -151,6 +162,14 @@ def score_help() -> dict[str, str]:
         "recency": f"exp(−Δt/μ): 1 when just said, falling to 0.37 after μ = "
                    f"{params.recency_mu_seconds / 86400:.0f} days.",
         "trait score": "How strongly your conversations show this trait (0 to 1).",
+        "Memoria score": "The weighted sum of Memoria's five terms (recency, meaning, words, importance, sona).",
+        "Memoria recency": "0.5 ** (age / half-life): 1 when just said, 0.5 one half-life later.",
+        "meaning": "Cosine of your message and the memory, at least 0.",
+        "words": "The full-text match, as a share of the best match for this message (0 to 1).",
+        "importance": "How much this memory helped earlier replies (EWMA of 1-10 ratings), on 0 to 1.",
+        "sona similarity": "Closeness of the persona's name to the names of the personas the memory belongs to.",
+        "budget": "What the memory got of a recalled memory's budget: its share of a perfect match, passed "
+                  "along dependencies (budget × pass-on × edge weight).",
     }
 
 
@@ -227,6 +246,8 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
             _page_row(row, found["pages"][ref], trace, payload)
         elif kind == "turn":
             _utterance_row(row, payload)
+        elif kind in ("memoria_page", "memoria_note"):
+            _memoria_row(row, payload.get("memoria", {}))
         elif kind in ("kb_fact", "agent_trait", "user_trait"):
             label = "trait score" if kind == "user_trait" else "similarity"
             row.scores = [(label, found["persona_scores"].get((kind, ref), 0.0))]
@@ -234,6 +255,28 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
         row.why = _reasons(row, payload)
         rows.append(row)
     return rows
+
+
+MEMORIA_LABELS = (("score", "Memoria score"), ("recency", "Memoria recency"), ("vector", "meaning"),
+                  ("fulltext", "words"), ("importance", "importance"), ("sona", "sona similarity"))
+
+
+def _memoria_row(row: RecalledRow, memoria: dict) -> None:
+    """A memory Memoria recalled: its terms when it was a seed, and which memory pulled it in."""
+    nodes = memoria.get("nodes", {})
+    node_id = next((node for node, entry in nodes.items() if entry.get("ref") == row.ref), None)
+    if node_id is None:
+        return
+    seed = next((entry for entry in memoria.get("seeds", []) if entry.get("cid") == node_id), None)
+    if seed is not None:
+        row.scores = [(label, round(float(seed[name]), 4)) for name, label in MEMORIA_LABELS if name in seed]
+    expansion = memoria.get("expansion", {})
+    row.scores.append(("budget", round(float(expansion.get("budgets", {}).get(node_id, 0.0)), 4)))
+    pull = expansion.get("pulled_by", {}).get(node_id)
+    if pull is not None:
+        source = nodes.get(pull.get("source"), {}).get("text", "another memory")
+        row.why = [f"Pulled in as a dependency ({str(pull.get('name', '')).split(':')[0]}, weight "
+                   f"{float(pull.get('weight', 0)):.2f}) of “{source[:80]}”."]
 
 
 def matched_words(text: str, keywords: frozenset[str]) -> list[str]:
@@ -278,6 +321,7 @@ def _recalled_lookup(user, refs: list[str], payload: dict) -> dict[str, Any]:
         text["profile"] = profile.as_text()
     pages = {str(p.id): p for p in DialoguePage.objects.filter(user=user, id__in=ids)}
     text.update({pid: p.query for pid, p in pages.items()})
+    text.update({str(s.id): s.summary for s in Segment.objects.filter(user=user, id__in=ids)})
     scores = {(p.get("kind"), p.get("ref")): p.get("score", 0.0) for p in payload.get("persona", [])}
     return {"text": text, "pages": pages, "persona_scores": scores}
 

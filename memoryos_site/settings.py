@@ -201,6 +201,23 @@ MEMORYOS = {
     # Modules with recall policies of your own (comma-separated), imported beside memory/recall's.
     "RECALL_POLICY_MODULES": tuple(m.strip() for m in env("MEMORYOS_RECALL_POLICY_MODULES").split(",") if m.strip()),
     "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
+    # Memoria's policy (memory/engine/memoria.py for each number's meaning and default): the weights
+    # of its five terms, the recency half-life, the EWMA's alpha, the seeds and their expansion.
+    "MEMORIA_W_RECENCY": env_float("MEMORYOS_MEMORIA_W_RECENCY", 1.0),
+    "MEMORIA_W_VECTOR": env_float("MEMORYOS_MEMORIA_W_VECTOR", 1.0),
+    "MEMORIA_W_FTS": env_float("MEMORYOS_MEMORIA_W_FTS", 1.0),
+    "MEMORIA_W_IMPORTANCE": env_float("MEMORYOS_MEMORIA_W_IMPORTANCE", 1.0),
+    "MEMORIA_W_SONA": env_float("MEMORYOS_MEMORIA_W_SONA", 1.0),
+    "MEMORIA_HALF_LIFE_S": env_float("MEMORYOS_MEMORIA_HALF_LIFE_S", 497_817.26),  # 138.3 h: GA's 0.995 an hour
+    "MEMORIA_IMPORTANCE_ALPHA": env_float("MEMORYOS_MEMORIA_IMPORTANCE_ALPHA", 0.3),
+    "MEMORIA_TOP_K": env_int("MEMORYOS_MEMORIA_TOP_K", 10),
+    "MEMORIA_CANDIDATES": env_int("MEMORYOS_MEMORIA_CANDIDATES", 50),
+    "MEMORIA_SEED_BUDGET": env_float("MEMORYOS_MEMORIA_SEED_BUDGET", 1.0),
+    "MEMORIA_PASS_ON": env_float("MEMORYOS_MEMORIA_PASS_ON", 0.5),
+    "MEMORIA_MIN_BUDGET": env_float("MEMORYOS_MEMORIA_MIN_BUDGET", 0.05),
+    "MEMORIA_MAX_PULLED": env_int("MEMORYOS_MEMORIA_MAX_PULLED", 30),
+    # A memory of another sona rated at least this for a reply it entered was used: it bubbles up.
+    "MEMORIA_USED_RATING": env_int("MEMORYOS_MEMORIA_USED_RATING", 6),
     # Turn points whose fixed payload (seq, position, speaker) this process keeps in memory (about
     # 0.2 kB each, 80 MB full), so a hybrid recall reads only ids and scores from the index. A user
     # with 100,000 pages has 200,000 turns or more: with fewer entries than the turns recalls draw

@@ -28,7 +28,7 @@ from memory.benchmarks.evidence import (
 
 KS = (5, 10, 20)
 BUDGETS = (1000, 2000)
-POLICIES = ("memoryos", "hybrid")
+POLICIES = ("memoryos", "hybrid", "memoria")
 BASELINES = ("bm25", "dense")
 EMBED = "query embedding"  # its latency alone, beside the methods' (which include it)
 TARGET_MARGIN = 0.10
@@ -50,7 +50,8 @@ def policy_units(user, question: str, policy: str) -> list[Unit]:
 
     recall = recall_for_query(user=user, query=question, policy=policy, update_heat=False,
                               turn_tiers=(Tier.STM, Tier.MTM))
-    ranked = sorted((i for i in recall.items if i.kind in ("mtm_page", "turn")), key=lambda i: -i.score)
+    ranked = sorted((i for i in recall.items if i.kind in ("mtm_page", "turn", "memoria_page", "memoria_note")),
+                    key=lambda i: -i.score)
     tail = sorted((i for i in recall.items if i.kind in TAIL_KINDS),
                   key=lambda i: (TAIL_KINDS.index(i.kind), -i.score))
     return [Unit(source_ids=i.source_ids, text=i.text) for i in ranked + tail]

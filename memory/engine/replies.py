@@ -23,8 +23,8 @@ from .when import day_text, relative_dates
 # Evidence: things said (utterances, pages) and what was noted from them (facts, agent traits).
 # The profile answers only questions about the person themself; the persona (agent_profile) only
 # questions about the assistant; trait scores are never quoted.
-_SAID_KINDS = frozenset({"turn", "stm_page", "mtm_page"})
-_NOTED_KINDS = frozenset({"kb_fact", "agent_trait"})
+_SAID_KINDS = frozenset({"turn", "stm_page", "mtm_page", "memoria_page"})
+_NOTED_KINDS = frozenset({"kb_fact", "agent_trait", "memoria_note"})
 # Words that name what is asked rather than what it is about: "What is my dog's name?" is
 # answered by "called Biscuit", which shares no word with it but "dog" in meaning.
 _FRAME_WORDS = frozenset(stem(w) for w in """name called kind type sort colour color age old many much long often
@@ -35,7 +35,7 @@ _FRAME_WEIGHT = 0.25
 # cosine alone misses). Chosen on LoCoMo with `manage.py bench answer` (BENCHMARKS.md).
 _LEXICAL_WEIGHT = 0.6
 _RANK_BONUS = 0.2
-_RANKED_KINDS = ("turn", "mtm_page")
+_RANKED_KINDS = ("turn", "mtm_page", "memoria_page")
 # Cosine (MiniLM) above which an item is on topic without a shared word: the dog question and
 # its golden retriever answer score 0.55; unrelated pairs of the same person score under 0.25.
 _SEMANTIC_FLOOR = 0.35
@@ -160,6 +160,8 @@ def _semantic(item: RecalledItem) -> float:
         return float(item.breakdown.get("cosine", 0.0))
     if item.kind == "stm_page":
         return float(item.breakdown.get("similarity", 0.0))
+    if item.kind in ("memoria_page", "memoria_note"):  # Memoria's score is a weighted sum: its vector term
+        return float(item.breakdown.get("vector", 0.0))
     if item.kind in ("mtm_page", *_NOTED_KINDS):
         return float(item.score)
     if item.kind == "profile":

@@ -11,8 +11,8 @@ from .ports import ChatMessage
 from .types import RecalledItem
 
 # Order in which context is kept when the budget is short: what is least replaceable first.
-SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "turn", "kb_fact", "user_trait",
-                    "agent_trait")
+SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "turn", "memoria_page", "memoria_note",
+                    "kb_fact", "user_trait", "agent_trait")
 SECTION_TITLES = {
     "profile": "User profile",
     "agent_profile": "Your persona",
@@ -21,6 +21,9 @@ SECTION_TITLES = {
     "agent_trait": "Your traits and past suggestions",
     "mtm_page": "Relevant earlier conversations",
     "turn": "Relevant things said earlier",
+    # Memoria's recall, dependencies first (what a memory rests on comes before it)
+    "memoria_page": "Relevant earlier conversations, in causal order",
+    "memoria_note": "Topics and facts these rest on",
     "stm_page": "Recent conversation",
 }
 

@@ -28,7 +28,7 @@ from memory.models import Tier
 from memory.recall import rows
 
 # The built-in policies, in the order listings and benchmarks show them.
-POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid")
+POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid", "memory.recall.memoria")
 
 # What a recalled page shows; the stored embedding (1.5 kB a page) and the graph fields stay behind.
 PAGE_FIELDS = ("id", "user_id", "tier", "seq", "query", "response", "timestamp", "source_ids", "segment_id",
@@ -124,8 +124,11 @@ def _load() -> None:
 
 
 def policy_names() -> tuple[str, ...]:
+    """The built-in policies in POLICY_MODULES' order (whichever module was imported first), then
+    the others in the order they registered."""
     _load()
-    return tuple(_registry)
+    rank = {module: i for i, module in enumerate(POLICY_MODULES)}
+    return tuple(sorted(_registry, key=lambda name: rank.get(type(_registry[name]).__module__, len(rank))))
 
 
 def get_policy(name: str) -> RecallPolicy:
@@ -134,7 +137,7 @@ def get_policy(name: str) -> RecallPolicy:
         return _registry[name]
     except KeyError:
         raise UnknownPolicyError(
-            f"unknown recall policy {name!r}; choose one of {', '.join(_registry)}") from None
+            f"unknown recall policy {name!r}; choose one of {', '.join(policy_names())}") from None
 
 
 def default_policy_name() -> str:

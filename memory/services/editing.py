@@ -33,6 +33,7 @@ from memory.models import DialoguePage, LifecycleEvent, MemoryNode, Segment, Tie
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_none, lock_user_state
 from memory.services.events import event_record
+from memory.services.memoria import fulltext_page_put
 from memory.services.pages import SPEAKER_LABEL, page_point, page_text, validate_message
 from memory.services.segments import segment_point, segment_text
 from memory.services.utterances import index_turns, turn_point_ids
@@ -238,6 +239,8 @@ def _correct_page(user, page: DialoguePage, values: dict, actor, reason: str):
     if vectors:
         page.embedding = vector_to_bytes(vectors[0])
     page.turns_indexed = False
+    # The old words leave the full-text index with the correction (same transaction, same database).
+    fulltext_page_put(page=page, text=page_text(query, response, page.reply_model))
     if page.segment_id:
         Segment.objects.filter(id=page.segment_id).update(rederive=True)
 

@@ -26,7 +26,7 @@ from memory.models import (
     Sona,
     vector_to_bytes,
 )
-from memory.services import graph
+from memory.services import graph, memoria
 from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
 from memory.services.events import event_record
 
@@ -89,7 +89,10 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         page.keywords = keywords
         page.embedding = vector_to_bytes(embedding) if embedding is not None else b""
         page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding"])
-        graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page)
+        node = graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page)
+        if page.sona_id:  # every memory belongs to a sona: a page to the one it happened in
+            memoria.sona_membership_add(user_id=page.user_id, sona=page.sona, node=node)
+        memoria.fulltext_page_put(page=page, text=text)
         state.maintenance_due = True
         state.save(update_fields=["maintenance_due"])
         if embedding is not None:

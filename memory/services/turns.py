@@ -21,6 +21,7 @@ from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.models import OFFLINE_MODEL_NAME, DialoguePage, LifecycleEvent, Sona
 from memory.services.events import event_record
 from memory.services.maintenance import maintenance_schedule
+from memory.services.memoria import memoria_after_reply_schedule
 from memory.services.pages import page_reply_store, page_start
 from memory.services.recall import Recall, policy_choose, recall_for_query, recall_stm_only, trace_record_prompt
 from memory.services.users import sona_get_or_create
@@ -140,4 +141,7 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.REPLY_FALLBACK, subject_id=page.id,
                      reason=reason[:500])
     page_complete(page=page, response=reply, reply_model=model_name)
+    if recall.policy == "memoria" and recall.trace is not None:  # importance and bubbling up, off the reply path
+        trace_id = recall.trace.id
+        transaction.on_commit(lambda: memoria_after_reply_schedule(user_id=user.pk, trace_id=trace_id, reply=reply))
     return TurnResult(page=page, reply=reply, recall=recall, prompt=prompt, fallback_reason=reason)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from memory.models import Sona
 from memory.services.common import MemoryInputError
+from memory.services.memoria import sona_name_embed
 
 User = get_user_model()
 
@@ -70,12 +72,27 @@ def sona_get_or_create(*, user, name: str | None = None, profile: str = "", reca
         name = "assistant"
     if len(profile) > SONA_PROFILE_MAX_CHARS:
         raise MemoryInputError(f"A persona's profile is at most {SONA_PROFILE_MAX_CHARS} characters.")
-    sona, _ = Sona.objects.get_or_create(
+    sona, created = Sona.objects.get_or_create(
         user=user, name=sona_name_validate(name),
         defaults={"profile": profile or "A helpful, warm personal assistant.", "recall_policy": recall_policy,
                   "is_default": not Sona.objects.filter(user=user).exists()},
     )
+    if created:  # Memoria's sona similarity compares the names' embeddings
+        sona_name_embed(sona=sona)
     return sona
+
+
+def sona_rename(*, user, sona: Sona, name: str) -> Sona:
+    """Rename one of the user's sonas and embed its new name; a name another of theirs has is refused."""
+    name = sona_name_validate(name)
+    if sona.user_id != user.pk:
+        raise MemoryInputError("That persona is not yours.")
+    if Sona.objects.filter(user=user, name=name).exclude(pk=sona.pk).exists():
+        raise MemoryInputError(f"You already have a persona named {name!r}.")
+    with transaction.atomic():
+        sona.name = name
+        sona.save(update_fields=["name"])
+        return sona_name_embed(sona=sona)
 
 
 def user_ensure(*, username: str, password: str):

@@ -96,11 +96,11 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
     assert build["points"] == 40 * 3 + 4 + 200
     for variant in ("plain", "hnsw"):
         latency = size["latency"][variant]
-        assert set(latency["policies"]) == {"memoryos", "hybrid"}
+        assert set(latency["policies"]) == {"memoryos", "hybrid", "memoria"}
         for policy, timing in latency["policies"].items():
             assert timing["recall"]["n"] == 4 and 0 < timing["recall"]["p50"] <= timing["recall"]["p95"]
             # the parts the traced recalls timed themselves, in the order they ran
-            keywords = ["keyword search"] if policy == "hybrid" else []
+            keywords = [get_policy(policy).early_part] if get_policy(policy).early_part else []
             assert list(timing["parts"]) == ["STM pages", "profile and traits", *keywords, "embedding wait",
                                              get_policy(policy).rank_part, "facts and agent traits",
                                              "segment visits", "trace"]
@@ -300,7 +300,7 @@ def test_retrieval_scores_every_method_on_answerable_questions(memory_env, tmp_p
     # the adversarial question (category 5) is left out; the others count once each
     assert result["questions"] == 4
     assert result["questions_per_category"] == {"all": 4, "1": 1, "2": 1, "3": 1, "4": 1}
-    assert set(result["recall"]) == {"bm25", "dense", "memoryos", "hybrid"}
+    assert set(result["recall"]) == {"bm25", "dense", "memoryos", "hybrid", "memoria"}
     for name, recall in result["recall"].items():
         assert all(0.0 <= value <= 1.0 for value in recall.values()), name
     # six turns in all: a method that ranks every turn holds all the evidence within 20

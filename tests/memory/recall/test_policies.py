@@ -55,10 +55,12 @@ def toy():
 
 
 def test_builtin_policies_are_registered_in_order():
-    assert policy_names()[:2] == ("memoryos", "hybrid")
+    assert policy_names()[:3] == ("memoryos", "hybrid", "memoria")
+    assert get_policy("memoria").parts() == ("full-text search", "memoria")
     assert get_policy("hybrid").parts() == ("keyword search", "utterances")
     assert get_policy("memoryos").parts() == ("segments, then pages",)
-    with pytest.raises(UnknownPolicyError, match="unknown recall policy 'nope'; choose one of memoryos, hybrid"):
+    with pytest.raises(UnknownPolicyError,
+                       match="unknown recall policy 'nope'; choose one of memoryos, hybrid, memoria"):
         get_policy("nope")
 
 

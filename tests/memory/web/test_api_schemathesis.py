@@ -30,7 +30,10 @@ print(token_create(user=user, name="schemathesis")[1])
 @pytest.fixture(scope="module")
 def live_api(tmp_path_factory):
     var_dir = tmp_path_factory.mktemp("schemathesis-var")
-    env = server_env(var_dir, MEMORYOS_API_RATE="100000/m", MEMORYOS_API_ANON_RATE="100000/m")
+    # No warm-up: the setup shell below writes to the embedded vector shard, which one process only
+    # may open; the server opens it at its first request, after the shell has exited.
+    env = server_env(var_dir, MEMORYOS_API_RATE="100000/m", MEMORYOS_API_ANON_RATE="100000/m",
+                     MEMORYOS_WARMUP="0")
     migrate(env)
     with running_server(env, var_dir / "daphne.log") as server:
         token = server.manage("shell", "-c", SETUP).strip().splitlines()[-1]

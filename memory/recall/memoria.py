@@ -1,0 +1,218 @@
+"""Memoria's recall policy ("memoria"): a weighted sum of five terms, then budgeted expansion along
+the memory graph, shown dependencies first (memory/engine/memoria.py, memoria_expansion.py).
+
+Candidates are dialogue pages found by the vector index (the query's nearest page points) and by
+the full-text index (memory/adapters/fulltext.py: FTS5 on SQLite, PostgreSQL's full-text search),
+each with its page's graph node: its importance (the EWMA beside the node) and the sonas it belongs
+to (SonaMembership; the page's own sona when it has none). The top_k are the seeds; each spends its
+budget along MemoryEdge rows (read one batch of nodes per step), which pulls in the pages, segments,
+facts and agent traits they depend on. Nodes the user may not recall are never read through: another
+user's, repressed memories (the page, its segment, the fact), old versions of corrected memories and
+trait evidence. The engine's ids are the nodes' primary keys as strings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from memory.adapters import configured
+from memory.adapters.fulltext import fulltext_index
+from memory.config import memoria_params
+from memory.engine.ipld import Dependency
+from memory.engine.memoria import Candidate, MemoriaParams, memoria_recall, sona_similarity
+from memory.engine.memoria_expansion import GraphNode
+from memory.engine.types import RecalledItem
+from memory.models import (
+    DialoguePage,
+    MemoryEdge,
+    MemoryNode,
+    PageStatus,
+    Segment,
+    Sona,
+    SonaMembership,
+    Tier,
+    bytes_to_vector,
+)
+from memory.recall.base import PAGE_FIELDS, Ranking, RecallContext, RecallPolicy, owned, register_policy
+from persona.models import AgentTrait, KnowledgeFact
+
+RECALLABLE_KINDS = (MemoryNode.Kind.PAGE, MemoryNode.Kind.SEGMENT, MemoryNode.Kind.FACT, MemoryNode.Kind.AGENT_TRAIT)
+ITEM_KINDS = {MemoryNode.Kind.PAGE: "memoria_page"}  # the others are notes: "memoria_note"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A graph node this recall may use, with what it shows and when it happened."""
+
+    node: MemoryNode
+    text: str
+    timestamp: Any  # an aware datetime, or None
+    source_ids: tuple[str, ...] = ()
+
+    @property
+    def seconds(self) -> float | None:
+        return self.timestamp.timestamp() if self.timestamp is not None else None
+
+
+@register_policy
+class MemoriaPolicy(RecallPolicy):
+    name = "memoria"
+    title = ("Memoria: recency + vector + full-text + importance + sona similarity, then budgeted expansion "
+             "along the memory graph in topological order")
+    rank_part = "memoria"
+    early_part = "full-text search"
+
+    def search_early(self, context: RecallContext) -> dict[str, float]:
+        limit = settings.MEMORYOS["MEMORIA_CANDIDATES"]
+        return {hit.doc_id: hit.score for hit in
+                fulltext_index().search(user_id=context.user.pk, text=context.query, limit=limit)}
+
+    def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
+        return memoria_ranking(context, query_vector, early or {}, params=memoria_params())
+
+
+def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fulltext: Mapping[str, float], *,
+                    params: MemoriaParams) -> Ranking:
+    user = context.user
+    limit = settings.MEMORYOS["MEMORIA_CANDIDATES"]
+    hits = configured.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind="page",
+                                            match_any={"tier": list(context.turn_tiers)})
+    cosine = {hit.id: hit.score for hit in hits}
+    pages = _pages(user, [*cosine, *fulltext], tiers=context.turn_tiers)
+    nodes = {node.object_id: node for node in MemoryNode.objects.filter(
+        user=user, kind=MemoryNode.Kind.PAGE, object_id__in=list(pages))}
+    sonas = _sona_terms(context, nodes.values(), pages)
+    candidates = [
+        Candidate(cid=str(node.pk), timestamp=pages[page_id].timestamp.timestamp(),
+                  cosine=cosine.get(page_id, 0.0), fulltext=fulltext.get(page_id, 0.0),
+                  importance=node.importance, sona=sonas.get(node.pk, 0.0))
+        for page_id, node in nodes.items()
+    ]
+    memories: dict[str, Memory] = {str(nodes[pid].pk): _page_memory(nodes[pid], page) for pid, page in pages.items()
+                                   if pid in nodes}
+    result = memoria_recall(candidates=candidates, now=context.now.timestamp(), params=params,
+                            read=_Reader(user, memories))
+    items = _items(result, memories, params)
+    trace = result.trace()
+    trace["nodes"] = {node_id: {"kind": memories[node_id].node.kind, "ref": memories[node_id].node.object_id,
+                                "cid": memories[node_id].node.cid, "text": memories[node_id].text[:160]}
+                      for node_id in result.order}
+    trace["candidates"] = len(candidates)
+    trace["sona"] = context.sona.name if context.sona is not None else ""
+    return Ranking(items=items, trace={"memoria": trace})
+
+
+def _pages(user, ids: Iterable[str], *, tiers: Sequence[str]) -> dict[str, DialoguePage]:
+    """The user's complete pages among `ids` in the tiers, neither repressed nor in a repressed segment."""
+    found = owned(DialoguePage, (*PAGE_FIELDS, "sona_id", "status"), list(dict.fromkeys(ids)), user,
+                  status=PageStatus.COMPLETE)
+    found = {key: page for key, page in found.items() if page.tier in tiers}
+    hidden = set(Segment.objects.filter(id__in={p.segment_id for p in found.values() if p.segment_id},
+                                        repressed=True).values_list("id", flat=True))
+    return {key: page for key, page in found.items() if page.segment_id not in hidden}
+
+
+def _page_memory(node: MemoryNode, page: DialoguePage) -> Memory:
+    return Memory(node=node, text=f"User: {page.query} | Assistant: {page.response}", timestamp=page.timestamp,
+                  source_ids=tuple(page.source_ids))
+
+
+def sona_vector(sona: Sona) -> tuple[float, ...]:
+    """The sona's stored name embedding, or (a sona made before names were embedded) its name embedded now."""
+    stored = bytes_to_vector(sona.name_embedding)
+    return stored or tuple(configured.embedder().embed([sona.name])[0])
+
+
+def _sona_terms(context: RecallContext, nodes: Iterable[MemoryNode], pages: Mapping[str, DialoguePage]
+                ) -> dict[int, float]:
+    """Node pk -> the best cosine between the current sona's name and those of the node's sonas."""
+    if context.sona is None:
+        return {}
+    nodes = list(nodes)
+    member_of: dict[int, set] = {node.pk: set() for node in nodes}
+    for node_id, sona_id in SonaMembership.objects.filter(node__in=nodes).values_list("node_id", "sona_id"):
+        member_of[node_id].add(sona_id)
+    for node in nodes:  # a page with no membership row yet belongs to the sona it happened in
+        if not member_of[node.pk] and pages[node.object_id].sona_id:
+            member_of[node.pk].add(pages[node.object_id].sona_id)
+    wanted = set().union(*member_of.values()) if member_of else set()
+    vectors = {sona.pk: sona_vector(sona) for sona in Sona.objects.filter(user=context.user, pk__in=wanted)}
+    current = vectors.get(context.sona.pk) or sona_vector(context.sona)
+    return {node_id: sona_similarity(current=current, memory_sonas=[vectors[s] for s in ids if s in vectors])
+            for node_id, ids in member_of.items()}
+
+
+class _Reader:
+    """The expansion's `read`: nodes by id with their dependencies, one batch of queries per call,
+    only those this user may recall (module docstring)."""
+
+    def __init__(self, user, known: dict[str, Memory]) -> None:
+        self.user = user
+        self.known = known  # every node read so far (the candidates to start with)
+
+    def __call__(self, ids: frozenset[str]) -> dict[str, GraphNode]:
+        wanted = [int(i) for i in ids if i.isdigit()]
+        unknown = [i for i in wanted if str(i) not in self.known]
+        if unknown:
+            self.known.update(memories_of(self.user, MemoryNode.objects.filter(user=self.user, pk__in=unknown)))
+        visible = [i for i in wanted if str(i) in self.known]
+        dependencies: dict[str, dict[str, Dependency]] = {str(i): {} for i in visible}
+        for source, target, relation, weight in (
+                MemoryEdge.objects.filter(user=self.user, source_id__in=visible)
+                .values_list("source_id", "target_id", "relation", "weight")):
+            if math.isfinite(weight) and 0 < weight <= 1:
+                dependencies[str(source)][f"{relation}:{target}"] = Dependency(weight=weight, cid=str(target))
+        return {node_id: GraphNode(timestamp=self.known[node_id].seconds, dependencies=deps)
+                for node_id, deps in dependencies.items()}
+
+
+def memories_of(user, nodes: Iterable[MemoryNode]) -> dict[str, Memory]:
+    """The nodes this recall may use, by id, each with its row's text: not repressed, not an old
+    version ("<id>@<cid>"), not trait evidence."""
+    by_kind: dict[str, dict[str, MemoryNode]] = {}
+    for node in nodes:
+        if node.kind in RECALLABLE_KINDS and "@" not in node.object_id:
+            by_kind.setdefault(node.kind, {})[node.object_id] = node
+    found: dict[str, Memory] = {}
+    pages = by_kind.get(MemoryNode.Kind.PAGE, {})
+    for page_id, page in _pages(user, pages, tiers=(Tier.STM, Tier.MTM, Tier.ARCHIVED)).items():
+        found[str(pages[page_id].pk)] = _page_memory(pages[page_id], page)
+    segments = by_kind.get(MemoryNode.Kind.SEGMENT, {})
+    for segment in Segment.objects.filter(user=user, id__in=list(segments), repressed=False,
+                                          status=Segment.Status.ACTIVE):
+        node = segments[str(segment.id)]
+        found[str(node.pk)] = Memory(node=node, text=f"Topic: {segment.summary}", timestamp=segment.created_at)
+    for kind, model in ((MemoryNode.Kind.FACT, KnowledgeFact), (MemoryNode.Kind.AGENT_TRAIT, AgentTrait)):
+        entries = by_kind.get(kind, {})
+        for entry in model.objects.filter(user=user, pk__in=[i for i in entries if i.isdigit()], repressed=False):
+            node = entries[str(entry.pk)]
+            found[str(node.pk)] = Memory(node=node, text=entry.text, timestamp=entry.timestamp,
+                                         source_ids=tuple(entry.source_ids))
+    return found
+
+
+def _items(result, memories: Mapping[str, Memory], params: MemoriaParams) -> list[RecalledItem]:
+    """The recalled memories in the context's order (dependencies first, then older first). A score
+    is the budget's equivalent (budget · max_score / seed_budget): a seed's own score, and for a
+    memory pulled in, the score a seed would need to give it that budget."""
+    seeds = {scored.candidate.cid: scored for scored in result.seeds}
+    expansion = result.expansion
+    items = []
+    for node_id in result.order:
+        memory = memories[node_id]
+        budget = expansion.budgets[node_id]
+        breakdown: dict[str, Any] = {"node": node_id, "node_kind": memory.node.kind, "budget": round(budget, 4)}
+        if node_id in seeds:
+            breakdown.update({name: round(value, 4) for name, value in seeds[node_id].breakdown.as_dict().items()})
+        if node_id in expansion.pulled_by:
+            breakdown["pulled_by"] = expansion.pulled_by[node_id].source
+        items.append(RecalledItem(
+            kind=ITEM_KINDS.get(memory.node.kind, "memoria_note"), ref=memory.node.object_id, text=memory.text,
+            score=budget * params.max_score / params.seed_budget, timestamp=memory.timestamp,
+            source_ids=memory.source_ids, breakdown=breakdown))
+    return items

@@ -1,0 +1,290 @@
+"""The "memoria" recall policy over the real store: hand-computed scores through the policy, budgeted
+expansion along the memory graph in the trace, repression and other users' nodes never read through,
+the full-text index following the page writes, importance by EWMA after a reply, bubbling up."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.utils import timezone
+
+from memory.adapters import configured
+from memory.adapters.fulltext import fulltext_index
+from memory.models import (
+    DialoguePage,
+    LifecycleEvent,
+    MemoryNode,
+    RetrievalTrace,
+    SonaMembership,
+    Tier,
+    vector_to_bytes,
+)
+from memory.services import graph
+from memory.services.common import MemoryInputError
+from memory.services.deletion import memory_delete, user_forget
+from memory.services.editing import memory_correct, memory_repress
+from memory.services.pages import page_start
+from memory.services.recall import recall_for_query
+from memory.services.turns import page_complete, turn_run
+from memory.services.users import sona_get_or_create, sona_rename
+
+pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
+BOTH = (Tier.STM, Tier.MTM)
+
+
+def tune(settings, **params):
+    settings.MEMORYOS = {**settings.MEMORYOS, **params}
+
+
+def say(user, text: str, *, sona=None, at=None, response: str = "Noted.") -> DialoguePage:
+    page = page_start(user=user, query=text, sona=sona, timestamp=at)
+    return page_complete(page=page, response=response, reply_model="test")
+
+
+def node(page: DialoguePage) -> MemoryNode:
+    return MemoryNode.objects.get(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, object_id=str(page.id))
+
+
+def unit(*values: float) -> bytes:
+    vector = np.zeros(384, dtype=np.float32)
+    vector[:len(values)] = values
+    return vector_to_bytes(vector)
+
+
+def cosine(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_scores_by_hand_through_the_policy(make_user, memory_env):
+    tune(memory_env, MAINTENANCE_MODE="off", MEMORIA_W_RECENCY=2.0, MEMORIA_W_VECTOR=1.0, MEMORIA_W_FTS=0.5,
+         MEMORIA_W_IMPORTANCE=1.5, MEMORIA_W_SONA=3.0, MEMORIA_HALF_LIFE_S=3600.0)
+    user = make_user()
+    cook, baker = sona_get_or_create(user=user, name="cook"), sona_get_or_create(user=user, name="baker")
+    # Sona names on hand-made vectors: cos(cook, baker) = 0.6.
+    cook.name_embedding, baker.name_embedding = unit(1.0), unit(0.6, 0.8)
+    cook.save(update_fields=["name_embedding"])
+    baker.save(update_fields=["name_embedding"])
+    t0 = timezone.now().replace(microsecond=0) - timedelta(days=1)
+    starter = say(user, "My sourdough starter is called Bubbles.", sona=baker, at=t0)
+    shoes = say(user, "I bought new trail shoes for the hills.", sona=cook, at=t0 - timedelta(hours=1))
+    MemoryNode.objects.filter(pk=node(starter).pk).update(importance=8.2)  # (8.2 - 1) / 9 = 0.8
+    query = "What is my sourdough starter called?"
+    query_vector = configured.embedder().embed([query])[0]
+    recall = recall_for_query(user=user, query=query, sona=cook, policy="memoria", now=t0 + timedelta(hours=1),
+                              query_vector=query_vector, turn_tiers=BOTH, update_heat=False)
+    by_ref = {item.ref: item.breakdown for item in recall.items if item.kind == "memoria_page"}
+    cos_starter = cosine(query_vector, np.frombuffer(bytes(DialoguePage.objects.get(id=starter.id).embedding),
+                                                     dtype=np.float32))
+    cos_shoes = cosine(query_vector, np.frombuffer(bytes(DialoguePage.objects.get(id=shoes.id).embedding),
+                                                   dtype=np.float32))
+    expected = {
+        # recency 0.5 (one half-life old), full-text 1 (the only page with the query's words),
+        # importance 0.8, sona 0.6 (baker's name against cook's)
+        str(starter.id): {"recency": 0.5, "vector": cos_starter, "fulltext": 1.0, "importance": 0.8, "sona": 0.6},
+        # two half-lives old, no query word, never rated (the prior 5.5: 0.5), in cook itself: 1
+        str(shoes.id): {"recency": 0.25, "vector": max(cos_shoes, 0.0), "fulltext": 0.0, "importance": 0.5,
+                        "sona": 1.0},
+    }
+    weights = {"recency": 2.0, "vector": 1.0, "fulltext": 0.5, "importance": 1.5, "sona": 3.0}
+    for ref, terms in expected.items():
+        for name, value in terms.items():
+            assert by_ref[ref][name] == pytest.approx(value, abs=2e-4), (ref, name)
+            assert by_ref[ref][f"w_{name}"] == pytest.approx(weights[name] * value, abs=3e-4), (ref, name)
+        assert by_ref[ref]["score"] == pytest.approx(sum(weights[n] * v for n, v in terms.items()), abs=5e-4)
+    assert cos_starter > 0.5  # the real model: the page answers the question
+    seeds = recall.trace.payload["memoria"]["seeds"]
+    assert [seed["cid"] for seed in seeds][:2] == sorted(
+        [str(node(starter).pk), str(node(shoes).pk)],
+        key=lambda cid: -next(s["score"] for s in seeds if s["cid"] == cid))
+    assert recall.trace.policy == "memoria" and "full-text search" in recall.timings_ms
+
+
+def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_nodes(make_user, memory_env):
+    tune(memory_env, MAINTENANCE_MODE="off", MEMORIA_TOP_K=1, MEMORIA_MIN_BUDGET=0.001)
+    user, other = make_user("me"), make_user("other")
+    t0 = timezone.now() - timedelta(days=2)
+    rope = say(user, "I bought a coil of blue climbing rope.", at=t0)
+    harbour = say(user, "We sailed out of the harbour at Portree.", at=t0 + timedelta(hours=1))
+    secret = say(user, "My diary code is 4471.", at=t0 + timedelta(hours=2))
+    knot = say(user, "The lighthouse keeper on Skye taught me to tie a bowline knot.", at=t0 + timedelta(hours=3))
+    theirs = say(other, "Other's private note about the bowline.", at=t0)
+    a, b, c, d = node(knot), node(harbour), node(rope), node(secret)
+    graph.edge_put(user_id=user.pk, source=a, target=b, relation="follows", weight=1.0)
+    graph.edge_put(user_id=user.pk, source=b, target=c, relation="mentions", weight=0.8)
+    graph.edge_put(user_id=user.pk, source=a, target=d, relation="mentions", weight=1.0)
+    graph.edge_put(user_id=user.pk, source=a, target=node(theirs), relation="mentions", weight=1.0)
+    memory_repress(user=user, kind="page", ident=str(secret.id))
+    recall = recall_for_query(user=user, query="Who taught me the bowline knot at the lighthouse?",
+                              policy="memoria", turn_tiers=BOTH, update_heat=False)
+    refs = [item.ref for item in recall.items if item.kind == "memoria_page"]
+    # dependencies first: the rope before the harbour before the knot
+    assert refs == [str(rope.id), str(harbour.id), str(knot.id)]
+    expansion = recall.trace.payload["memoria"]["expansion"]
+    assert expansion["seeds"] == [str(a.pk)]
+    assert expansion["pulled_by"][str(b.pk)]["source"] == str(a.pk)
+    assert expansion["pulled_by"][str(c.pk)]["source"] == str(b.pk)
+    seed_budget = expansion["budgets"][str(a.pk)]
+    assert expansion["budgets"][str(b.pk)] == pytest.approx(seed_budget * 0.5 * 1.0)
+    assert expansion["budgets"][str(c.pk)] == pytest.approx(seed_budget * 0.5 * 0.5 * 0.8)
+    assert {str(d.pk), str(node(theirs).pk)} <= set(expansion["skipped"])  # repressed; another user's
+    texts = "\n".join(item.text for item in recall.items)
+    assert "4471" not in texts and "Other's" not in texts
+    stored = RetrievalTrace.objects.get(id=recall.trace.id).payload["memoria"]
+    assert stored["nodes"][str(b.pk)]["ref"] == str(harbour.id)
+
+
+def test_the_fulltext_index_follows_page_writes(make_user, memory_env):
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user = make_user()
+    page = say(user, "The quokka at Rottnest smiled for the camera.")
+    gone = say(user, "A wombat dug under the fence.")
+    index = fulltext_index()
+    assert [h.doc_id for h in index.search(user_id=user.pk, text="quokka", limit=5)] == [str(page.id)]
+    memory_correct(user=user, kind="page", ident=str(page.id), version=page.version,
+                   query="The pelican at Rottnest smiled for the camera.", reason="misheard")
+    assert index.search(user_id=user.pk, text="quokka", limit=5) == []
+    assert [h.doc_id for h in index.search(user_id=user.pk, text="pelican", limit=5)] == [str(page.id)]
+    memory_delete(user=user, kind="page", ident=str(gone.id))
+    assert index.search(user_id=user.pk, text="wombat", limit=5) == []
+    user_forget(user=user)
+    assert index.count(user_id=user.pk) == 0
+
+
+def test_sona_names_are_embedded_on_create_and_rename(make_user):
+    user = make_user()
+    sona = sona_get_or_create(user=user, name="gardener")
+    expected = configured.embedder().embed(["gardener"])[0]
+    assert cosine(np.frombuffer(bytes(sona.name_embedding), dtype=np.float32), expected) == pytest.approx(1.0)
+    sona_get_or_create(user=user, name="chef")
+    with pytest.raises(MemoryInputError):
+        sona_rename(user=user, sona=sona, name="chef")
+    sona_rename(user=user, sona=sona, name="botanist")
+    sona.refresh_from_db()
+    renamed = configured.embedder().embed(["botanist"])[0]
+    assert sona.name == "botanist"
+    assert cosine(np.frombuffer(bytes(sona.name_embedding), dtype=np.float32), renamed) == pytest.approx(1.0)
+
+
+def test_importance_moves_by_ewma_after_each_reply_and_a_used_memory_bubbles_up(make_user, memory_env):
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    baker, cook = sona_get_or_create(user=user, name="baker"), sona_get_or_create(user=user, name="cook")
+    starter = say(user, "My sourdough starter is called Bubbles.", sona=baker)
+    weather = say(user, "The weather was grey all week.", sona=baker)
+    say(user, "Nothing else to report.", sona=baker)
+    assert DialoguePage.objects.get(id=starter.id).tier == Tier.MTM
+    assert SonaMembership.objects.filter(sona=baker, node=node(starter), via="origin").exists()
+
+    result = turn_run(user=user, message="What is my sourdough starter called?", sona=cook, policy="memoria")
+    assert "Bubbles" in result.reply
+    rated = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED)
+    ratings = rated.payload["ratings"]
+    first = ratings[str(node(starter).pk)]
+    assert first >= 6 and rated.payload["source"] == "overlap"
+    starter_node = node(starter)
+    assert starter_node.importance == pytest.approx(0.7 * 5.5 + 0.3 * first)
+    assert starter_node.importance_ratings == 1
+    # used in cook (in the prompt, rated high): it bubbles up into cook, and says from where
+    joined = SonaMembership.objects.get(sona=cook, node=starter_node)
+    assert joined.via == SonaMembership.Via.BUBBLED_UP
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.SONA_JOINED)
+    assert event.subject_id == str(starter.id) and event.payload["from_sonas"] == ["baker"]
+    assert event.payload["sona"] == "cook"
+    # a memory recalled but of no help stays where it was
+    weather_node = node(weather)
+    if str(weather_node.pk) in ratings:
+        assert ratings[str(weather_node.pk)] < 6
+    assert not SonaMembership.objects.filter(sona=cook, node=weather_node).exists()
+    # importance is never shown to the model
+    assert "importance" not in result.prompt.messages[0].content.lower()
+    # the reply's recall panel shows Memoria's terms for each memory it used
+    from memory.selectors import turn_recall
+
+    panel = dict(turn_recall(user=user, page_id=result.page.id).sections)
+    shown = next(row for row in panel["Earlier conversations (Memoria, causal order)"] if row.ref == str(starter.id))
+    scores = dict(shown.scores)
+    assert {"Memoria score", "meaning", "words", "importance", "sona similarity", "budget"} <= set(scores)
+
+    turn_run(user=user, message="Remind me what my sourdough starter is called.", sona=cook, policy="memoria")
+    second = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED).order_by("id")
+    rating = second.last().payload["ratings"][str(starter_node.pk)]
+    again = node(starter)
+    assert again.importance == pytest.approx(0.7 * (0.7 * 5.5 + 0.3 * first) + 0.3 * rating)
+    assert again.importance_ratings == 2
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.SONA_JOINED).count() == 1
+
+
+def _recall_trace(user, query: str):
+    recall = recall_for_query(user=user, query=query, policy="memoria", turn_tiers=BOTH, update_heat=False)
+    return recall.trace, recall.trace.payload["memoria"]["expansion"]["order"]
+
+
+def _with_llm(settings, server):
+    settings.LLM_ENABLED = True
+    settings.OPENAI_API_KEY = server.api_key
+    settings.OPENAI_BASE_URL = server.base_url
+    settings.OPENAI_TIMEOUT = 3.0
+    settings.OPENAI_MAX_RETRIES = 0
+    configured.chat_model.cache_clear()
+
+
+def test_the_llm_rates_every_recalled_memory_in_one_call(make_user, memory_env, openai_server):
+    import json
+
+    from memory.services.memoria import memoria_after_reply
+
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user = make_user()
+    say(user, "My sourdough starter is called Bubbles.")
+    say(user, "The weather was grey all week.")
+    trace, order = _recall_trace(user, "What is my sourdough starter called?")
+    assert len(order) == 2
+    _with_llm(memory_env, openai_server)
+    openai_server.reply(json.dumps({"ratings": {"1": 9, "2": 2}}))
+    rated = memoria_after_reply(user_id=user.pk, trace_id=trace.id, reply="It is called Bubbles.")
+    assert rated == {order[0]: 9, order[1]: 2}
+    assert len(openai_server.chat_requests()) == 1  # one call for all of them, off the reply path
+    asked = openai_server.chat_requests()[0].body["messages"][-1]["content"]
+    assert "1. " in asked and "2. " in asked and "Bubbles" in asked
+    nodes = MemoryNode.objects.in_bulk([int(i) for i in order])
+    assert nodes[int(order[0])].importance == pytest.approx(0.7 * 5.5 + 0.3 * 9)
+    assert nodes[int(order[1])].importance == pytest.approx(0.7 * 5.5 + 0.3 * 2)
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED)
+    assert event.payload["source"] == "llm"
+
+
+def test_a_bad_rating_answer_falls_back_to_overlap_and_says_so(make_user, memory_env, openai_server):
+    from memory.engine.memoria_rating import overlap_rating
+    from memory.services.memoria import memoria_after_reply
+
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user = make_user()
+    page = say(user, "My sourdough starter is called Bubbles.")
+    trace, order = _recall_trace(user, "What is my sourdough starter called?")
+    _with_llm(memory_env, openai_server)
+    openai_server.reply('{"ratings": {"1": 99}}', "not json at all")
+    reply = "Your sourdough starter is called Bubbles."
+    rated = memoria_after_reply(user_id=user.pk, trace_id=trace.id, reply=reply)
+    # the page's words: sourdough, starter, call, bubbl, note; the reply repeats four of the five
+    assert rated == {order[0]: overlap_rating(f"User: {page.query} | Assistant: Noted.", reply)}
+    assert rated[order[0]] == 1 + round(9 * 4 / 5)
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED,
+                                         payload__task="importance_rating").exists()
+    assert LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.IMPORTANCE_RATED).payload["source"] == \
+        "overlap"
+
+
+def test_a_sona_lists_its_memories_and_no_one_elses(make_user, memory_env):
+    from memory.selectors import sona_memories
+
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user, other = make_user("me"), make_user("other")
+    gardener = sona_get_or_create(user=user, name="gardener")
+    page = say(user, "The tomatoes need staking.", sona=gardener)
+    say(user, "Unfiled thought.")
+    listed = sona_memories(user=user, sona=gardener)
+    assert [(m.node.object_id, m.via) for m in listed] == [(str(page.id), "origin")]
+    assert sona_memories(user=other, sona=gardener) == []
