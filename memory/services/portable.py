@@ -7,12 +7,15 @@ Every block of the archive is a Memoria node (engine/ipld.py), so any IPLD tool 
   counter), kind "memoryos/<name>", `data` the row's fields (ids as text, times as ISO 8601,
   embeddings as base64), a `node` dependency on the row's graph node when it has one;
 - the root, kind "memoryos/export": {format, version, user, exported_at, records: {name: [link]},
-  nodes: [[kind, object id, link]], aliases: [[node number, old id]]}.
+  nodes: [[kind, object id, link]], aliases: [[node number, old id]], and Memoria's annotations kept
+  beside the nodes, never in them: importance: [[node number, EWMA, ratings]], sonas: [[node number,
+  sona id, via]]}.
 
 Import reads the archive with every block checked against its CID (car_read) and decoded as a node
 (node_verify); the first bad block is named and nothing is written. Rows get new ids (the graph's
 CIDs do not change: no id is part of a node's content); edges are rebuilt from the nodes'
-dependencies; the vectors are rebuilt after the commit, so recall over the imported memory gives
+dependencies; the full-text index is filled in the same transaction and the vectors are rebuilt
+after the commit, so recall over the imported memory (in every policy) gives
 what it gave over the original.
 """
 
@@ -35,11 +38,15 @@ from memory.models import (
     MemoryAlias,
     MemoryEdge,
     MemoryNode,
+    PageStatus,
     Segment,
     Sona,
+    SonaMembership,
     UserMemoryState,
 )
 from memory.services.common import MemoryInputError, lock_user_state
+from memory.services.memoria import fulltext_page_put
+from memory.services.pages import page_text
 from memory.services.reindex import reindex_user
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
@@ -126,9 +133,14 @@ def _export_blocks(user) -> tuple[list[tuple[str, bytes]], dict[str, Any], Summa
     numbers = {node.pk: index for index, node in enumerate(nodes)}
     aliases = [[numbers[node_id], cid] for node_id, cid in
                MemoryAlias.objects.filter(user=user, node_id__in=numbers).values_list("node_id", "cid")]
+    importance = [[numbers[node.pk], node.importance, node.importance_ratings] for node in nodes
+                  if node.importance is not None]
+    sonas = [[numbers[node_id], str(sona_id), via] for node_id, sona_id, via in
+             SonaMembership.objects.filter(user=user, node_id__in=numbers).order_by("pk")
+             .values_list("node_id", "sona_id", "via")]
     root_data = {"format": FORMAT, "version": VERSION, "user": summary.user, "exported_at": timezone.now(),
                  "records": records, "nodes": [[node.kind, node.object_id, Link(node.cid)] for node in nodes],
-                 "aliases": aliases}
+                 "aliases": aliases, "importance": importance, "sonas": sonas}
     summary.nodes = len(nodes)
     return list(blocks.items()), root_data, summary
 
@@ -266,7 +278,24 @@ def _import_graph(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, 
     MemoryAlias.objects.bulk_create(
         [MemoryAlias(user=user, node=nodes[number], cid=str(alias)) for number, alias in root.get("aliases") or []
          if isinstance(number, int) and 0 <= number < len(nodes)], ignore_conflicts=True)
+    _import_annotations(user, root, nodes, ids)
     summary.nodes, summary.edges = len(nodes), len(edges)
+
+
+def _import_annotations(user, root: dict, nodes: list[MemoryNode], ids: dict[str, str]) -> None:
+    """Memoria's importance and sona memberships, by node number; the full-text index of the pages."""
+    rated = []
+    for number, importance, ratings in root.get("importance") or []:
+        if isinstance(number, int) and 0 <= number < len(nodes):
+            nodes[number].importance, nodes[number].importance_ratings = float(importance), int(ratings)
+            rated.append(nodes[number])
+    MemoryNode.objects.bulk_update(rated, ["importance", "importance_ratings"])
+    SonaMembership.objects.bulk_create(
+        [SonaMembership(user=user, node=nodes[number], sona_id=ids[str(sona_id)], via=str(via))
+         for number, sona_id, via in root.get("sonas") or []
+         if isinstance(number, int) and 0 <= number < len(nodes) and str(sona_id) in ids], ignore_conflicts=True)
+    for page in DialoguePage.objects.filter(user=user, status=PageStatus.COMPLETE).order_by("pk"):
+        fulltext_page_put(page=page, text=page_text(page.query, page.response, page.reply_model))
 
 
 def memory_import(*, user, source: BinaryIO) -> Summary:

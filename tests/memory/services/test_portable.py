@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from memory.engine.content_ids import content_block
 from memory.formats.car import car_decode, car_encode
-from memory.models import DialoguePage, MemoryEdge, MemoryNode, Segment
+from memory.models import DialoguePage, MemoryEdge, MemoryNode, Segment, SonaMembership
 from memory.recall.base import policy_names
 from memory.services.common import MemoryInputError
 from memory.services.pages import page_start
@@ -61,6 +61,9 @@ def test_a_round_trip_into_another_user_recalls_the_same(make_user, memory_env):
     alice, bob = make_user("alice"), make_user("bob")
     remembered(alice)
     assert Segment.objects.filter(user=alice).exists()
+    rated = MemoryNode.objects.get(user=alice, kind=MemoryNode.Kind.PAGE,
+                                   object_id=str(DialoguePage.objects.get(user=alice, seq=1).pk))
+    MemoryNode.objects.filter(pk=rated.pk).update(importance=8.2, importance_ratings=3)  # Memoria's annotation
     archive = io.BytesIO()
     exported = memory_export(user=alice, out=archive)
     assert exported.records["page"] == 7 and exported.nodes > 7
@@ -70,6 +73,10 @@ def test_a_round_trip_into_another_user_recalls_the_same(make_user, memory_env):
     assert imported.nodes == exported.nodes
     assert graph_of(bob) == graph_of(alice)  # the same CIDs, blocks and edges
     assert {p.sona.name for p in DialoguePage.objects.filter(user=bob)} == {"friend"}
+    # beside the nodes, not in them: importance and the sonas every memory belongs to
+    assert MemoryNode.objects.get(user=bob, cid=rated.cid).importance == 8.2
+    assert sorted(SonaMembership.objects.filter(user=bob).values_list("node__cid", "sona__name")) \
+        == sorted(SonaMembership.objects.filter(user=alice).values_list("node__cid", "sona__name")) != []
     for query in ("What instrument does Lena play?", "Where is Lena's concert?", "What do I bake on Sundays?"):
         for policy in policy_names():
             original = recalled(alice, query, policy)
