@@ -201,6 +201,14 @@ MEMORYOS = {
     # Modules with recall policies of your own (comma-separated), imported beside memory/recall's.
     "RECALL_POLICY_MODULES": tuple(m.strip() for m in env("MEMORYOS_RECALL_POLICY_MODULES").split(",") if m.strip()),
     "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
+    # The Exocortex and Generative Agents policies: nearest pages weighed (recollections: a quarter
+    # as many), and the type weight of each memory kind (memory/engine/exocortex.py says why 1.1).
+    "EXOCORTEX_CANDIDATES": env_int("MEMORYOS_EXOCORTEX_CANDIDATES", 100),
+    "EXOCORTEX_TYPE_WEIGHTS": {"core": env_float("MEMORYOS_EXOCORTEX_WEIGHT_CORE", 1.0),
+                               "recollection": env_float("MEMORYOS_EXOCORTEX_WEIGHT_RECOLLECTION", 1.1),
+                               "reaction": env_float("MEMORYOS_EXOCORTEX_WEIGHT_REACTION", 1.0)},
+    # Recollections are made by maintenance after each turn ("on") or never ("off").
+    "EXOCORTEX_RECOLLECTIONS": env("MEMORYOS_EXOCORTEX_RECOLLECTIONS", "on"),
     # Turn points whose fixed payload (seq, position, speaker) this process keeps in memory (about
     # 0.2 kB each, 80 MB full), so a hybrid recall reads only ids and scores from the index. A user
     # with 100,000 pages has 200,000 turns or more: with fewer entries than the turns recalls draw
