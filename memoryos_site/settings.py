@@ -207,8 +207,9 @@ MEMORYOS = {
     "EXOCORTEX_TYPE_WEIGHTS": {"core": env_float("MEMORYOS_EXOCORTEX_WEIGHT_CORE", 1.0),
                                "recollection": env_float("MEMORYOS_EXOCORTEX_WEIGHT_RECOLLECTION", 1.1),
                                "reaction": env_float("MEMORYOS_EXOCORTEX_WEIGHT_REACTION", 1.0)},
-    # Recollections are made by maintenance after each turn ("on") or never ("off").
-    "EXOCORTEX_RECOLLECTIONS": env("MEMORYOS_EXOCORTEX_RECOLLECTIONS", "on"),
+    # Recollections, made by maintenance after the reply: for turns the exocortex or generative_agents
+    # policy answered ("policy"), after every turn ("always"), or never ("off").
+    "EXOCORTEX_RECOLLECTIONS": env("MEMORYOS_EXOCORTEX_RECOLLECTIONS", "policy"),
     # Turn points whose fixed payload (seq, position, speaker) this process keeps in memory (about
     # 0.2 kB each, 80 MB full), so a hybrid recall reads only ids and scores from the index. A user
     # with 100,000 pages has 200,000 turns or more: with fewer entries than the turns recalls draw
