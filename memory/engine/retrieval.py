@@ -11,8 +11,8 @@ from .ports import ChatMessage
 from .types import RecalledItem
 
 # Order in which context is kept when the budget is short: what is least replaceable first.
-SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "recollection", "mtm_page", "turn", "kb_fact",
-                    "user_trait", "agent_trait")
+SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "turn", "kb_fact", "user_trait",
+                    "agent_trait")
 SECTION_TITLES = {
     "profile": "User profile",
     "agent_profile": "Your persona",
@@ -20,7 +20,6 @@ SECTION_TITLES = {
     "kb_fact": "Facts about the user",
     "agent_trait": "Your traits and past suggestions",
     "mtm_page": "Relevant earlier conversations",
-    "recollection": "Recollections (earlier memories summarised together, with their dates)",
     "turn": "Relevant things said earlier",
     "stm_page": "Recent conversation",
 }

@@ -125,8 +125,10 @@ def _load() -> None:
 
 
 def policy_names() -> tuple[str, ...]:
+    """Built-in policies in POLICY_MODULES' order (whichever module was imported first), then others."""
     _load()
-    return tuple(_registry)
+    order = {module: position for position, module in enumerate(POLICY_MODULES)}
+    return tuple(sorted(_registry, key=lambda name: order.get(type(_registry[name]).__module__, len(order))))
 
 
 def get_policy(name: str) -> RecallPolicy:
@@ -135,7 +137,7 @@ def get_policy(name: str) -> RecallPolicy:
         return _registry[name]
     except KeyError:
         raise UnknownPolicyError(
-            f"unknown recall policy {name!r}; choose one of {', '.join(_registry)}") from None
+            f"unknown recall policy {name!r}; choose one of {', '.join(policy_names())}") from None
 
 
 def default_policy_name() -> str:

@@ -55,10 +55,12 @@ def toy():
 
 
 def test_builtin_policies_are_registered_in_order():
-    assert policy_names()[:2] == ("memoryos", "hybrid")
+    assert policy_names()[:4] == ("memoryos", "hybrid", "exocortex", "generative_agents")
     assert get_policy("hybrid").parts() == ("keyword search", "utterances")
     assert get_policy("memoryos").parts() == ("segments, then pages",)
-    with pytest.raises(UnknownPolicyError, match="unknown recall policy 'nope'; choose one of memoryos, hybrid"):
+    assert get_policy("exocortex").parts() == get_policy("generative_agents").parts() == ("weighted pages",)
+    with pytest.raises(UnknownPolicyError, match="unknown recall policy 'nope'; choose one of memoryos, hybrid, "
+                                                 "exocortex, generative_agents"):
         get_policy("nope")
 
 
