@@ -416,3 +416,11 @@ def trace_one(*, user, trace_id: str) -> RetrievalTrace | None:
     except ValueError:
         return None
     return RetrievalTrace.objects.filter(user=user, id=key).first()
+
+
+def decay_settings_initial(*, user) -> dict[str, float]:
+    """The user's two Exocortex decay settings, for the profile page's form (defaults until changed)."""
+    found = UserMemoryState.objects.filter(user=user).values("short_term_minutes", "long_term_threshold").first()
+    defaults = {field: UserMemoryState._meta.get_field(field).default
+                for field in ("short_term_minutes", "long_term_threshold")}
+    return found or defaults
