@@ -71,7 +71,8 @@ def overview(request, username):
     target = _target(request, username)
     data = inspect.overview(user=target)
     return _render(request, "inspector/overview.html", target, "overview",
-                   {"o": data, "tiers_figure": charts.tiers_figure(data.counts)})
+                   {"o": data, "tiers_figure": charts.tiers_figure(data.counts),
+                    "decay": inspect.exocortex_curves(user=target)})
 
 
 @login_required
