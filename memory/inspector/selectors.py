@@ -34,6 +34,7 @@ from memory.models import (
     MemoryEdge,
     MemoryNode,
     PageStatus,
+    Recollection,
     RetrievalTrace,
     Segment,
     Sona,
@@ -463,7 +464,8 @@ def _memberships(log: list[EventRecord]) -> tuple[list[Membership], dict[str, da
 # ------------------------------------------------------------------ provenance
 
 NODE_KINDS = {"page": MemoryNode.Kind.PAGE, "segment": MemoryNode.Kind.SEGMENT, "fact": MemoryNode.Kind.FACT,
-              "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "trait": MemoryNode.Kind.USER_TRAIT}
+              "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "trait": MemoryNode.Kind.USER_TRAIT,
+              "recollection": MemoryNode.Kind.RECOLLECTION}
 
 
 @dataclass
@@ -539,7 +541,8 @@ def node_labels(*, user, nodes: list[MemoryNode], trait_keys: dict[str, str] | N
         text[(MemoryNode.Kind.PAGE, str(page.id))] = f"#{page.seq} {page.query[:60]}"
     for segment in Segment.objects.filter(user=user, id__in=_uuids(ids.get(MemoryNode.Kind.SEGMENT, []))):
         text[(MemoryNode.Kind.SEGMENT, str(segment.id))] = segment_label(segment)
-    for model, kind in ((KnowledgeFact, MemoryNode.Kind.FACT), (AgentTrait, MemoryNode.Kind.AGENT_TRAIT)):
+    for model, kind in ((KnowledgeFact, MemoryNode.Kind.FACT), (AgentTrait, MemoryNode.Kind.AGENT_TRAIT),
+                        (Recollection, MemoryNode.Kind.RECOLLECTION)):
         for row in model.objects.filter(user=user, id__in=_uuids(ids.get(kind, []))):
             text[(kind, str(row.id))] = row.text[:80]
     trait_of = trait_keys if trait_keys is not None else _trait_evidence_keys(user)

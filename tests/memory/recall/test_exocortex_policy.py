@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -146,6 +147,15 @@ def test_a_recollection_is_stored_with_edges_and_recalled_on_a_later_turn(make_u
     assert str(best.id) in {i.ref for i in found}
     assert found[0].breakdown["type_weight"] == pytest.approx(1.1)
     assert any(w["kind"] == "recollection" for w in recall.trace.payload["weights"])
+    # The inspector's provenance view shows it with its members, for its owner only.
+    client = Client()
+    client.force_login(user)
+    shown = client.get(f"/inspector/{user.username}/provenance/recollection/{best.id}/")
+    assert shown.status_code == 200 and b"recollects" in shown.content
+    for member in DialoguePage.objects.filter(id__in=best.members):
+        assert member.query[:30].encode() in shown.content
+    client.force_login(stranger)
+    assert client.get(f"/inspector/{user.username}/provenance/recollection/{best.id}/").status_code == 404
     # Another user never sees it.
     other = recall_for_query(user=stranger, query="What did I see in Lisbon?", policy="exocortex")
     assert not [i for i in other.items if i.kind == "recollection"]
