@@ -6,13 +6,15 @@ and UMAP compiles its kernels for tens of seconds on the first call in a process
 recollections are therefore recalled from the next turn on, by the exocortex policy
 (memory/recall/exocortex.py), like any memory. By default only turns answered by the Exocortex or
 Generative Agents policy are recollected (MEMORYOS_EXOCORTEX_RECOLLECTIONS: "policy"), "always"
-recollects every turn, "off" none.
+recollects every turn, "off" none. Summaries are the offline engine's (dated extracts), or the
+LLM's when one is configured, asked outside any transaction.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import numpy as np
@@ -23,7 +25,14 @@ from memory.adapters import configured
 from memory.engine import exocortex as exo
 from memory.engine.content_ids import content_id
 from memory.engine.ports import VectorPoint
-from memory.engine.recollection import Candidate, RecollectionParams, cluster_recollections, summarize_recollection
+from memory.engine.recollection import (
+    Candidate,
+    Cluster,
+    RecollectionParams,
+    cluster_recollections,
+    summarize_recollection,
+)
+from memory.engine.recollection import Recollection as RecollectionDraft
 from memory.models import (
     DialoguePage,
     LifecycleEvent,
@@ -40,6 +49,7 @@ from memory.recall.exocortex import RECOLLECTION_KIND, decay_settings_of, oldest
 from memory.services import graph
 from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
 from memory.services.events import event_record
+from memory.services.model_tasks import summarise_recollection
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +145,7 @@ def recollections_make(*, user_id: int, now: datetime, params: RecollectionParam
     anchors = [_gathered(user, anchor, now=now, limit=params.pool_size, decay=decay, span=span)
                for anchor in _anchors(user_id, page)]
     plan = cluster_recollections(prompt_embedding=page.to_engine().embedding, anchors=anchors, params=params)
-    drafts = [summarize_recollection(cluster=cluster, prompt=page.query) for cluster in plan.clusters]
+    drafts = [_summary(user_id, cluster, page.query) for cluster in plan.clusters]
     vectors = embed_or_none([draft.text for draft in drafts]) if drafts else []
     if vectors is None:
         raise RuntimeError("the embedder is unavailable; the turn will be recollected on the next run")
@@ -157,7 +167,19 @@ def recollections_make(*, user_id: int, now: datetime, params: RecollectionParam
     return stored
 
 
-def _store(*, user_id: int, page: DialoguePage, draft, vector: Sequence[float], now: datetime) -> Recollection:
+def _summary(user_id: int, cluster: Cluster, prompt: str) -> RecollectionDraft:
+    """The offline summary and edges; with an LLM configured, the model's text in its place (the
+    offline one stays when the model fails, and the failure is a lifecycle event)."""
+    draft = summarize_recollection(cluster=cluster, prompt=prompt)
+    if configured.chat_model() is None:
+        return draft
+    memories = [(f"[{m.timestamp:%d %B %Y}] " if m.timestamp else "") + m.text for m in cluster.members]
+    text = summarise_recollection(user_id=user_id, prompt=prompt, memories=memories)
+    return replace(draft, text=text) if text else draft
+
+
+def _store(*, user_id: int, page: DialoguePage, draft: RecollectionDraft, vector: Sequence[float],
+           now: datetime) -> Recollection:
     members = [edge.member_id for edge in draft.edges]
     row = Recollection.objects.create(
         user_id=user_id, text=draft.text, prompt=page.query, embedding=vector_to_bytes(vector), members=members,
