@@ -15,6 +15,7 @@ from django.utils import timezone
 from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, MemoryNode, Recollection, Tier, UserMemoryState
 from memory.services.common import MemoryInputError
+from memory.services.deletion import memory_delete
 from memory.services.editing import memory_repress
 from memory.services.exocortex import decay_settings_update
 from memory.services.pages import page_start
@@ -164,3 +165,12 @@ def test_a_recollection_is_stored_with_edges_and_recalled_on_a_later_turn(make_u
     for policy in ("exocortex", "generative_agents"):
         again = recall_for_query(user=user, query="What did I see in Lisbon?", policy=policy, record_trace=False)
         assert str(best.id) not in {i.ref for i in again.items}, policy
+    # Deleting a member deletes the recollection along its provenance: row, node, edges and point.
+    memory_repress(user=user, kind="page", ident=best.members[0], repressed=False)
+    doomed = best.members[-1]
+    radius = memory_delete(user=user, kind="page", ident=doomed, dry_run=True)
+    assert str(best.id) in {r["id"] for r in radius.recollections_removed}
+    memory_delete(user=user, kind="page", ident=doomed)
+    assert not Recollection.objects.filter(id=best.id).exists()
+    assert not MemoryNode.objects.filter(user=user, kind=MemoryNode.Kind.RECOLLECTION, object_id=str(best.id)).exists()
+    assert not configured.vector_index().get_vectors(user_id=str(user.pk), ids=[str(best.id)])
