@@ -21,6 +21,7 @@ from memory.models import (
     LifecycleEvent,
     MemoryNode,
     PageStatus,
+    Recollection,
     RetrievalTrace,
     Segment,
     Sona,
@@ -109,6 +110,7 @@ RECALL_TITLES = {
     "kb_fact": "Facts about you (long-term)",
     "user_trait": "Your traits (long-term)", "agent_trait": "Assistant notes (long-term)",
     "profile": "Your profile", "agent_profile": "Persona", "stm_page": "Recent turns (short-term)",
+    "recollection": "Recollections (earlier memories summarised together)",
 }
 
 
@@ -120,6 +122,7 @@ RECALL_KIND_REASONS = {
     "user_trait": "A trait of yours, scored from your conversations.",
     "kb_fact": "A fact noted from something you said.",
     "agent_trait": "Something the assistant noted about how it helps you.",
+    "recollection": "A recollection: memories of yours that belong together, summarised after an earlier turn.",
 }
 ON_TOPIC_COSINE = 0.35  # all-MiniLM-L6-v2: above this, two texts are about the same thing
 
@@ -131,6 +134,14 @@ def score_help() -> dict[str, str]:
             f"turns it holds, and how recently it was used. Above τ = {params.heat_threshold:g} the topic is "
             "promoted to long-term memory. Each recall counts as a visit, so heat after > heat before.")
     return {
+        "relevance": "Exocortex relevance: the cosine of your message and this memory, below 0 counted as 0.",
+        "decay recency": "Exocortex recency on your own decay curve (profile page): 1 now, falling exponentially "
+                         "over your short-term duration, then slowly to your long-term threshold at your oldest "
+                         "memory.",
+        "nostalgia": "1 − recency: how much of an older memory's relevance the Exocortex weight lets through.",
+        "type weight": "The weight of this kind of memory (recollections slightly more than pages).",
+        "weight": "The ranking score: (relevance · nostalgia + recency) · type weight for the Exocortex, "
+                  "relevance · recency · type weight for Generative Agents.",
         "dense": "Meaning: closeness of the utterance to your message, as a z-score among the candidates "
                  "(0 = average, negative = below average), weighted.",
         "sparse": "Words: the BM25 keyword score as a z-score among the candidates (0 or less: few or no "
@@ -220,6 +231,7 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
     """Each included item's current text, with the scores the trace recorded for it."""
     found = _recalled_lookup(user, [ref for _, ref in refs], payload)
     keywords = frozenset(payload.get("query_keywords", []))
+    weights = {str(entry.get("id")): entry for entry in payload.get("weights", [])}
     rows = []
     for kind, ref in refs:
         row = RecalledRow(kind=kind, ref=ref, text=found["text"].get(ref, GONE))
@@ -230,10 +242,18 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
         elif kind in ("kb_fact", "agent_trait", "user_trait"):
             label = "trait score" if kind == "user_trait" else "similarity"
             row.scores = [(label, found["persona_scores"].get((kind, ref), 0.0))]
+        if ref in weights:  # the Exocortex or Generative Agents terms replace the pages' own scores
+            row.scores = _weight_scores(weights[ref])
         row.matched = matched_words(row.text, keywords)
         row.why = _reasons(row, payload)
         rows.append(row)
     return rows
+
+
+def _weight_scores(terms: dict) -> list[tuple[str, float]]:
+    labels = (("relevance", "relevance"), ("decay recency", "recency"), ("nostalgia", "nostalgia"),
+              ("type weight", "type_weight"), ("weight", "weight"))
+    return [(label, float(terms[key])) for label, key in labels if key in terms]
 
 
 def matched_words(text: str, keywords: frozenset[str]) -> list[str]:
@@ -276,6 +296,7 @@ def _recalled_lookup(user, refs: list[str], payload: dict) -> dict[str, Any]:
     profile = UserProfile.objects.filter(user=user).first()
     if profile and profile.as_text():
         text["profile"] = profile.as_text()
+    text.update({str(r.id): r.text for r in Recollection.objects.filter(user=user, id__in=ids)})
     pages = {str(p.id): p for p in DialoguePage.objects.filter(user=user, id__in=ids)}
     text.update({pid: p.query for pid, p in pages.items()})
     scores = {(p.get("kind"), p.get("ref")): p.get("score", 0.0) for p in payload.get("persona", [])}
