@@ -40,3 +40,29 @@ def test_an_exocortex_turn_is_recollected_and_the_next_turn_recalls_it(make_user
     pages = titles["Earlier conversations (mid-term)"]
     assert all(dict(row.scores).keys() >= {"relevance", "weight"} for row in pages)
     assert "weight" in dict(panel.legend)
+
+
+@pytest.mark.slow
+def test_both_policies_are_selectable_per_api_call_and_per_sona(make_user, memory_env, client):
+    import json
+
+    from memory.services.users import sona_get_or_create
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
+    user = make_user()
+    client.force_login(user)
+    for text in LISBON[:3]:
+        turn_run(user=user, message=text)
+    for policy in ("exocortex", "generative_agents"):
+        response = client.post("/api/memory/recall", json.dumps({"query": "Lisbon tram", "policy": policy}),
+                               content_type="application/json")
+        assert response.status_code == 200, response.content
+        items = [i for i in response.json()["items"] if i["kind"] == "mtm_page"]
+        assert items and all("weight" in i["breakdown"] and "relevance" in i["breakdown"] for i in items), policy
+        assert ("nostalgia" in items[0]["breakdown"]) == (policy == "exocortex")
+    sona = sona_get_or_create(user=user, name="historian")
+    sona.recall_policy = "generative_agents"
+    sona.save(update_fields=["recall_policy"])
+    result = turn_run(user=user, message="What about the castle?", sona=sona)
+    assert result.recall.policy == "generative_agents"
+    assert RetrievalTrace.objects.get(page=result.page).policy == "generative_agents"
