@@ -339,7 +339,7 @@ def _chains_resummarise(user, chains: Iterable) -> None:
 # ------------------------------------------------------------------ the right to erasure
 
 def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
-    """Delete everything of one user's memory: pages, segments, persona memory, the graph, traces,
+    """Delete everything of one user's memory: pages, segments, persona memory, recollections, the graph, traces,
     events (and their text), sonas, the profile, the vectors. The account stays (deleting it is the
     admin's); one event records that it happened, with counts and no content."""
     reason = reason_clean(reason)
@@ -353,6 +353,7 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
                             ("facts", KnowledgeFact.objects.filter(user=user)),
                             ("agent_traits", AgentTrait.objects.filter(user=user)),
                             ("traits", UserTrait.objects.filter(user=user)),
+                            ("recollections", Recollection.objects.filter(user=user)),
                             ("graph_nodes", MemoryNode.objects.filter(user=user)),
                             ("traces", RetrievalTrace.objects.filter(user=user)),
                             ("events", LifecycleEvent.objects.filter(user=user)),

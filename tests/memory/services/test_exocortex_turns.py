@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from memory.adapters import configured
 from memory.models import LifecycleEvent, Recollection, RetrievalTrace
 from memory.selectors import turn_recall
+from memory.services.deletion import user_forget
+from memory.services.reindex import reindex_all
 from memory.services.turns import turn_run
 from tests.memory.recall.test_exocortex_policy import BREAD, LISBON
 
@@ -40,6 +43,16 @@ def test_an_exocortex_turn_is_recollected_and_the_next_turn_recalls_it(make_user
     pages = titles["Earlier conversations (mid-term)"]
     assert all(dict(row.scores).keys() >= {"relevance", "weight"} for row in pages)
     assert "weight" in dict(panel.legend)
+    # The vectors are derived: a reindex brings the recollections' points back from their rows.
+    index = configured.vector_index()
+    stored = Recollection.objects.filter(user=user).count()
+    assert index.count(user_id=str(user.pk), kind="recollection") == stored
+    assert reindex_all()["recollection"] == stored
+    assert index.count(user_id=str(user.pk), kind="recollection") == stored
+    # Forgetting the user forgets their recollections too.
+    counts = user_forget(user=user, reason="erasure request")
+    assert counts["recollections"] == stored and not Recollection.objects.filter(user=user).exists()
+    assert index.count(user_id=str(user.pk)) == 0
 
 
 @pytest.mark.slow
