@@ -19,6 +19,7 @@ from memory.models import (
     LifecycleEvent,
     MemoryEdge,
     MemoryNode,
+    Recollection,
     RetrievalTrace,
     Segment,
     Sona,
@@ -154,9 +155,17 @@ class SonaAdmin(ReadOnlyAdmin):
 
 @admin.register(UserMemoryState)
 class UserMemoryStateAdmin(ReadOnlyAdmin):
-    list_display = ("user", "next_seq", "maintenance_due", "maintenance_failures", "last_maintenance_at")
+    list_display = ("user", "next_seq", "maintenance_due", "maintenance_failures", "last_maintenance_at",
+                    "short_term_minutes", "long_term_threshold")
     list_filter = ("maintenance_due",)
     search_fields = ("user__username", "last_error")
+
+
+@admin.register(Recollection)
+class RecollectionAdmin(ReadOnlyAdmin):
+    list_display = ("user", "created_at", "prompt_similarity", "text")
+    search_fields = ("text", "prompt", "user__username")
+    exclude = ("embedding",)
 
 
 @admin.register(MemoryNode)

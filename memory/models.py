@@ -59,6 +59,12 @@ class UserMemoryState(models.Model):
     maintenance_failures = models.IntegerField(default=0)
     last_maintenance_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    # The Exocortex decay curve's two user settings (memory/engine/exocortex.py DecaySettings),
+    # written by memory/services/exocortex.py decay_settings_update, which validates them.
+    short_term_minutes = models.FloatField(default=25.0)
+    long_term_threshold = models.FloatField(default=0.01)
+    # The last page seq whose turn has been recollected (maintenance makes recollections once a turn).
+    recollected_seq = models.BigIntegerField(default=0)
 
     class Meta:
         # Staff are given these (the "Operators" group has them), not is_superuser alone.
@@ -219,6 +225,7 @@ class MemoryNode(models.Model):
         FACT = "fact", "knowledge-base fact"
         USER_TRAIT = "user_trait", "user trait update"
         AGENT_TRAIT = "agent_trait", "agent trait"
+        RECOLLECTION = "recollection", "recollection"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_nodes")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -326,6 +333,7 @@ class LifecycleEvent(models.Model):
         OPERATOR_ACCESS = "operator_access", "an operator's API call for this user"
         IMPORTANCE_RATED = "importance_rated", "recalled memories rated for a reply (Memoria)"
         SONA_JOINED = "sona_joined", "a memory bubbled up into a sona (Memoria)"
+        RECOLLECTED = "recollected", "recollection stored (Exocortex)"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     kind = models.CharField(max_length=32, choices=Kind.choices)
@@ -342,6 +350,31 @@ class LifecycleEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.subject_id}"
+
+
+class Recollection(models.Model):
+    """An Exocortex recollection: a cluster of recalled pages summarised in the context of a prompt,
+    stored back as a memory (its edges to `members` are in the graph, kind "recollection")."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="recollections")
+    text = models.TextField()
+    prompt = models.TextField(blank=True, default="")
+    embedding = models.BinaryField(default=b"")
+    members = models.JSONField(default=list)  # page ids, heaviest first
+    edge_weights = models.JSONField(default=list)  # each member's share of the cluster's weight
+    prompt_similarity = models.FloatField(default=0.0)
+    # The memory's time (the conversation's clock when maintenance made it), as a page's timestamp.
+    created_at = models.DateTimeField(default=timezone.now)
+    cid = models.CharField(max_length=64, blank=True, default="")
+    repressed = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "created_at"])]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"recollection {self.id} of {self.user_id}"
 
 
 class RetrievalTrace(models.Model):

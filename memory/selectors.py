@@ -21,6 +21,7 @@ from memory.models import (
     LifecycleEvent,
     MemoryNode,
     PageStatus,
+    Recollection,
     RetrievalTrace,
     Segment,
     Sona,
@@ -120,6 +121,7 @@ RECALL_TITLES = {
     "user_trait": "Your traits (long-term)", "agent_trait": "Assistant notes (long-term)",
     "profile": "Your profile", "agent_profile": "Persona", "stm_page": "Recent turns (short-term)",
     "memoria_page": "Earlier conversations (Memoria, causal order)", "memoria_note": "Topics and facts (Memoria)",
+    "recollection": "Recollections (earlier memories summarised together)",
 }
 
 
@@ -131,6 +133,7 @@ RECALL_KIND_REASONS = {
     "user_trait": "A trait of yours, scored from your conversations.",
     "kb_fact": "A fact noted from something you said.",
     "agent_trait": "Something the assistant noted about how it helps you.",
+    "recollection": "A recollection: memories of yours that belong together, summarised after an earlier turn.",
 }
 ON_TOPIC_COSINE = 0.35  # all-MiniLM-L6-v2: above this, two texts are about the same thing
 
@@ -142,6 +145,14 @@ def score_help() -> dict[str, str]:
             f"turns it holds, and how recently it was used. Above τ = {params.heat_threshold:g} the topic is "
             "promoted to long-term memory. Each recall counts as a visit, so heat after > heat before.")
     return {
+        "relevance": "Exocortex relevance: the cosine of your message and this memory, below 0 counted as 0.",
+        "decay recency": "Exocortex recency on your own decay curve (profile page): 1 now, falling exponentially "
+                         "over your short-term duration, then slowly to your long-term threshold at your oldest "
+                         "memory.",
+        "nostalgia": "1 − recency: how much of an older memory's relevance the Exocortex weight lets through.",
+        "type weight": "The weight of this kind of memory (recollections slightly more than pages).",
+        "weight": "The ranking score: (relevance · nostalgia + recency) · type weight for the Exocortex, "
+                  "relevance · recency · type weight for Generative Agents.",
         "dense": "Meaning: closeness of the utterance to your message, as a z-score among the candidates "
                  "(0 = average, negative = below average), weighted.",
         "sparse": "Words: the BM25 keyword score as a z-score among the candidates (0 or less: few or no "
@@ -239,6 +250,7 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
     """Each included item's current text, with the scores the trace recorded for it."""
     found = _recalled_lookup(user, [ref for _, ref in refs], payload)
     keywords = frozenset(payload.get("query_keywords", []))
+    weights = {str(entry.get("id")): entry for entry in payload.get("weights", [])}
     rows = []
     for kind, ref in refs:
         row = RecalledRow(kind=kind, ref=ref, text=found["text"].get(ref, GONE))
@@ -251,6 +263,8 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
         elif kind in ("kb_fact", "agent_trait", "user_trait"):
             label = "trait score" if kind == "user_trait" else "similarity"
             row.scores = [(label, found["persona_scores"].get((kind, ref), 0.0))]
+        if ref in weights:  # the Exocortex or Generative Agents terms replace the pages' own scores
+            row.scores = _weight_scores(weights[ref])
         row.matched = matched_words(row.text, keywords)
         row.why = _reasons(row, payload)
         rows.append(row)
@@ -277,6 +291,12 @@ def _memoria_row(row: RecalledRow, memoria: dict) -> None:
         source = nodes.get(pull.get("source"), {}).get("text", "another memory")
         row.why = [f"Pulled in as a dependency ({str(pull.get('name', '')).split(':')[0]}, weight "
                    f"{float(pull.get('weight', 0)):.2f}) of “{source[:80]}”."]
+
+
+def _weight_scores(terms: dict) -> list[tuple[str, float]]:
+    labels = (("relevance", "relevance"), ("decay recency", "recency"), ("nostalgia", "nostalgia"),
+              ("type weight", "type_weight"), ("weight", "weight"))
+    return [(label, float(terms[key])) for label, key in labels if key in terms]
 
 
 def matched_words(text: str, keywords: frozenset[str]) -> list[str]:
@@ -319,6 +339,7 @@ def _recalled_lookup(user, refs: list[str], payload: dict) -> dict[str, Any]:
     profile = UserProfile.objects.filter(user=user).first()
     if profile and profile.as_text():
         text["profile"] = profile.as_text()
+    text.update({str(r.id): r.text for r in Recollection.objects.filter(user=user, id__in=ids)})
     pages = {str(p.id): p for p in DialoguePage.objects.filter(user=user, id__in=ids)}
     text.update({pid: p.query for pid, p in pages.items()})
     text.update({str(s.id): s.summary for s in Segment.objects.filter(user=user, id__in=ids)})
@@ -468,3 +489,11 @@ def memory_node_by_cid(*, user, cid: str) -> MemoryNode | None:
     """The graph node with this content id (or one it had before), with its block."""
     return (MemoryNode.objects.filter(user=user, cid=cid).first()
             or MemoryNode.objects.filter(user=user, aliases__cid=cid).first())
+
+
+def decay_settings_initial(*, user) -> dict[str, float]:
+    """The user's two Exocortex decay settings, for the profile page's form (defaults until changed)."""
+    found = UserMemoryState.objects.filter(user=user).values("short_term_minutes", "long_term_threshold").first()
+    defaults = {field: UserMemoryState._meta.get_field(field).default
+                for field in ("short_term_minutes", "long_term_threshold")}
+    return found or defaults

@@ -218,6 +218,15 @@ MEMORYOS = {
     "MEMORIA_MAX_PULLED": env_int("MEMORYOS_MEMORIA_MAX_PULLED", 30),
     # A memory of another sona rated at least this for a reply it entered was used: it bubbles up.
     "MEMORIA_USED_RATING": env_int("MEMORYOS_MEMORIA_USED_RATING", 6),
+    # The Exocortex and Generative Agents policies: nearest pages weighed (recollections: a quarter
+    # as many), and the type weight of each memory kind (memory/engine/exocortex.py says why 1.1).
+    "EXOCORTEX_CANDIDATES": env_int("MEMORYOS_EXOCORTEX_CANDIDATES", 100),
+    "EXOCORTEX_TYPE_WEIGHTS": {"core": env_float("MEMORYOS_EXOCORTEX_WEIGHT_CORE", 1.0),
+                               "recollection": env_float("MEMORYOS_EXOCORTEX_WEIGHT_RECOLLECTION", 1.1),
+                               "reaction": env_float("MEMORYOS_EXOCORTEX_WEIGHT_REACTION", 1.0)},
+    # Recollections, made by maintenance after the reply: for turns the exocortex or generative_agents
+    # policy answered ("policy"), after every turn ("always"), or never ("off").
+    "EXOCORTEX_RECOLLECTIONS": env("MEMORYOS_EXOCORTEX_RECOLLECTIONS", "policy"),
     # Turn points whose fixed payload (seq, position, speaker) this process keeps in memory (about
     # 0.2 kB each, 80 MB full), so a hybrid recall reads only ids and scores from the index. A user
     # with 100,000 pages has 200,000 turns or more: with fewer entries than the turns recalls draw

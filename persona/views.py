@@ -6,6 +6,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from memory.selectors import decay_settings_initial
+from memory.web.forms import DecaySettingsForm
 from persona.forms import ProfileForm
 from persona.selectors import profile_initial
 from persona.services import profile_update
@@ -23,7 +25,9 @@ def profile(request):
         profile_update(user=request.user, name=data["name"], gender=data["gender"] or "",
                        birth_year=data["birth_year"])
     if not request.htmx:
-        return redirect("home") if saved else render(request, "persona/profile.html", {"form": form})
+        decay_form = DecaySettingsForm(initial=decay_settings_initial(user=request.user))
+        return redirect("home") if saved else render(request, "persona/profile.html",
+                                                     {"form": form, "decay_form": decay_form})
     partial = ("card-saved" if saved else "card") if card else "profile-form"
     return render(request, f"persona/profile.html#{partial}", {"form": form, "saved": saved, "card": card})
 

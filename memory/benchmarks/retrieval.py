@@ -28,7 +28,7 @@ from memory.benchmarks.evidence import (
 
 KS = (5, 10, 20)
 BUDGETS = (1000, 2000)
-POLICIES = ("memoryos", "hybrid", "memoria")
+POLICIES = ("memoryos", "hybrid", "memoria", "exocortex", "generative_agents")
 BASELINES = ("bm25", "dense")
 EMBED = "query embedding"  # its latency alone, beside the methods' (which include it)
 TARGET_MARGIN = 0.10

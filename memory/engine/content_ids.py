@@ -8,6 +8,8 @@ A node is `{timestamp?, kind, data, dependencies: {name: (weight, CID)}}` encode
     segment       {"summary", "keywords"}                    no timestamp (a summary of its pages)
     fact          {"text"}                                   timestamp: the page it was stated in
     agent_trait   {"text"}                                   timestamp: the page it was stated in
+    recollection  {"text", "prompt"}                          timestamp: when it was recollected
+                  (its member pages are its "recollects" dependencies, weighted by their share)
 
 Sona membership, importance and repression are mutable annotations kept beside the node, never in it.
 Dependencies come from the node's outgoing edges (services/graph.py): an edge's relation is the
@@ -68,6 +70,8 @@ def row_content(kind: str, row: Any) -> tuple[dict[str, Any], datetime | None]:
         return {"summary": row.summary, "keywords": sorted(row.keywords)}, None
     if kind in ("fact", "agent_trait"):
         return {"text": row.text}, row.timestamp
+    if kind == "recollection":
+        return {"text": row.text, "prompt": row.prompt}, row.created_at
     raise ValueError(f"no row content for a {kind!r} node")
 
 

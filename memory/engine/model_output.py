@@ -20,6 +20,12 @@ SUMMARY_PROMPT = (
     "these dialogue pages in at most 3 sentences and list up to 8 topic keywords. Answer with JSON: "
     '{"summary": "...", "keywords": ["...", ...]}'
 )
+RECOLLECTION_PROMPT = (
+    "You maintain a memory of conversations between a user and an assistant. The first item is the user's "
+    "new message; the others are earlier memories, each with its date. Recollect these memories in the "
+    "context of the new message in at most 4 sentences, saying when each thing happened (dates), and "
+    "using only what the memories say. Answer with JSON: {\"summary\": \"...\"}"
+)
 PERSONA_PROMPT = (
     "From these dialogue pages, extract (1) short third-person facts about the user worth remembering "
     "(\"facts\"), (2) things the assistant suggested, promised or said about itself (\"agent_traits\"), and "
@@ -56,6 +62,13 @@ def validate_summary(value: Any) -> SegmentSummary:
     # Stemmed like page keywords, so that the Jaccard part of Fscore compares like with like.
     return SegmentSummary(summary=value["summary"].strip()[:600],
                           keywords=offline.extract_keywords(words, limit=10))
+
+
+def validate_recollection(value: Any) -> str:
+    """A recollection's text: a non-empty 'summary' string, at most 700 characters kept."""
+    if not isinstance(value, dict) or not isinstance(value.get("summary"), str) or not value["summary"].strip():
+        raise ValueError("expected an object with a non-empty 'summary' string")
+    return " ".join(value["summary"].split())[:700]
 
 
 def validate_persona(value: Any) -> PersonaExtraction:

@@ -217,7 +217,7 @@ class GraphEdge:
 
 
 KIND_COLOURS = {"page": "#3f5bd9", "segment": "#8a4fd1", "fact": "#1f8a57", "agent_trait": "#a66300",
-                "user_trait": "#c0392b"}
+                "user_trait": "#c0392b", "recollection": "#0f7c8c"}
 
 
 def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> str:
@@ -255,3 +255,51 @@ def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) ->
             hovertemplate="%{text}<extra>" + kind + "</extra>"))
     return to_json(go.Figure(data=traces, layout=_layout(height=360, xaxis={"visible": False},
                                                          yaxis={"visible": False})))
+
+
+@dataclass(frozen=True)
+class DecayLine:
+    """One decay curve to draw: its points (engine CurvePoints), the crossing age, and how to show it."""
+
+    label: str
+    ages_seconds: Sequence[float]
+    recency: Sequence[float]
+    nostalgia: Sequence[float] | None  # drawn for the user's own curve only
+    crossing_seconds: float | None
+    dash: str = "solid"
+
+
+def decay_figure(lines: Sequence[DecayLine], *, oldest_seconds: float, short_term_seconds: float) -> str:
+    """Recency and nostalgia over a memory's age (days, log axis: minutes and decades on one plot),
+    the point where they cross marked, the end of the short-term duration and the oldest memory
+    shown as vertical lines; variants with other settings dashed beside the user's own."""
+    day = 86400.0
+    figure = go.Figure()
+    for number, line in enumerate(lines):
+        ages = [max(age, 1.0) / day for age in line.ages_seconds]  # age 0 cannot sit on a log axis
+        colour = "#3f5bd9" if number == 0 else ["#8a4fd1", "#a66300", "#1f8a57"][(number - 1) % 3]
+        figure.add_trace(go.Scatter(x=_arr(ages), y=_arr(list(line.recency)), mode="lines",
+                                    name=f"recency · {line.label}", line={"color": colour, "dash": line.dash}))
+        if line.nostalgia is not None:
+            figure.add_trace(go.Scatter(x=_arr(ages), y=_arr(list(line.nostalgia)), mode="lines",
+                                        name=f"nostalgia · {line.label}", line={"color": "#c0392b"}))
+        if line.crossing_seconds is not None:
+            figure.add_trace(go.Scatter(
+                x=_arr([max(line.crossing_seconds, 1.0) / day]), y=_arr([0.5]), mode="markers",
+                name=f"recency = nostalgia · {line.label}", marker={"color": colour, "size": 10, "symbol": "x"},
+                hovertemplate=f"crossing at {age_words(line.crossing_seconds)}<extra></extra>"))
+    for seconds, text in ((short_term_seconds, "end of short-term"), (oldest_seconds, "oldest memory")):
+        if seconds > 0:
+            figure.add_vline(x=max(seconds, 1.0) / day, line={"color": "#9aa0a6", "dash": "dot"},
+                             annotation_text=text, annotation_position="top")
+    figure.update_layout(_layout(height=360, xaxis={"title": "age of a memory (days, log scale)", "type": "log"},
+                                 yaxis={"title": "weight", "range": [0, 1.02]}))
+    return to_json(figure)
+
+
+def age_words(seconds: float) -> str:
+    """A duration as people read it: "3.2 days", "25 minutes"."""
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} seconds"

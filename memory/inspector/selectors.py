@@ -11,7 +11,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.config import memory_params
+from memory.engine import exocortex as exo
 from memory.engine.content_ids import trait_evidence_object_id
 from memory.engine.heat import heat_breakdown
 from memory.engine.lifecycle import EventRecord, Replay, decay_curve, heat_lines, heat_log, span_of
@@ -33,6 +34,7 @@ from memory.models import (
     MemoryEdge,
     MemoryNode,
     PageStatus,
+    Recollection,
     RetrievalTrace,
     Segment,
     Sona,
@@ -40,6 +42,7 @@ from memory.models import (
     UserMemoryState,
 )
 from memory.recall.base import default_policy_name
+from memory.recall.exocortex import decay_settings_of
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 INSPECT_ANY = "memory.inspect_any_user"
@@ -461,7 +464,8 @@ def _memberships(log: list[EventRecord]) -> tuple[list[Membership], dict[str, da
 # ------------------------------------------------------------------ provenance
 
 NODE_KINDS = {"page": MemoryNode.Kind.PAGE, "segment": MemoryNode.Kind.SEGMENT, "fact": MemoryNode.Kind.FACT,
-              "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "trait": MemoryNode.Kind.USER_TRAIT}
+              "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "trait": MemoryNode.Kind.USER_TRAIT,
+              "recollection": MemoryNode.Kind.RECOLLECTION}
 
 
 @dataclass
@@ -538,7 +542,8 @@ def node_labels(*, user, nodes: list[MemoryNode], trait_keys: dict[str, str] | N
         text[(MemoryNode.Kind.PAGE, str(page.id))] = f"#{page.seq} {page.query[:60]}"
     for segment in Segment.objects.filter(user=user, id__in=_uuids(ids.get(MemoryNode.Kind.SEGMENT, []))):
         text[(MemoryNode.Kind.SEGMENT, str(segment.id))] = segment_label(segment)
-    for model, kind in ((KnowledgeFact, MemoryNode.Kind.FACT), (AgentTrait, MemoryNode.Kind.AGENT_TRAIT)):
+    for model, kind in ((KnowledgeFact, MemoryNode.Kind.FACT), (AgentTrait, MemoryNode.Kind.AGENT_TRAIT),
+                        (Recollection, MemoryNode.Kind.RECOLLECTION)):
         for row in model.objects.filter(user=user, id__in=_uuids(ids.get(kind, []))):
             text[(kind, str(row.id))] = row.text[:80]
     trait_of = trait_keys if trait_keys is not None else _trait_evidence_keys(user)
@@ -633,3 +638,41 @@ def replay_view(*, user, step: int) -> ReplayView:
               .only("id", "keywords")}
     return ReplayView(step=state.applied, total=len(replay), state=state, event=event, page_text=texts,
                       segment_labels=labels, segments=segments, hidden_segments=len(state.mtm) - len(segments))
+
+
+# ------------------------------------------------------------------ Exocortex decay curves
+
+@dataclass
+class DecayView:
+    settings: exo.DecaySettings
+    oldest_seconds: float
+    short_term_threshold: float
+    crossing_seconds: float | None
+    figure: str
+
+
+def exocortex_curves(*, user, now: datetime | None = None) -> DecayView:
+    """The user's own recency and nostalgia curves over their memory's actual age (the span from
+    their oldest page to now), and the recency curve with the short-term duration doubled and with
+    the seed's plotting threshold 0.1, so the figure shows how the two settings move it."""
+    now = now or timezone.now()
+    own = decay_settings_of(user.pk)
+    first = DialoguePage.objects.filter(user=user).order_by("seq").values_list("timestamp", flat=True).first()
+    oldest = max(0.0, (now - first).total_seconds()) if first else 0.0
+    variants = [("yours", own, True),
+                (f"short-term {2 * own.short_term_seconds / 60:g} min",
+                 replace(own, short_term_seconds=2 * own.short_term_seconds), False)]
+    if own.long_term_threshold != 0.1:
+        variants.append(("long-term threshold 0.1", replace(own, long_term_threshold=0.1), False))
+    lines = []
+    for label, decay, mine in variants:
+        points = exo.curve_points(oldest_age_seconds=oldest, settings=decay)
+        lines.append(charts.DecayLine(
+            label=label, ages_seconds=[p.age_seconds for p in points], recency=[p.recency for p in points],
+            nostalgia=[p.nostalgia for p in points] if mine else None,
+            crossing_seconds=exo.intersection_age(oldest_age_seconds=oldest, settings=decay),
+            dash="solid" if mine else "dash"))
+    curve = exo.decay_curve(oldest_age_seconds=oldest, settings=own)
+    figure = charts.decay_figure(lines, oldest_seconds=oldest, short_term_seconds=own.short_term_seconds)
+    return DecayView(settings=own, oldest_seconds=oldest, short_term_threshold=curve.short_term_threshold,
+                     crossing_seconds=lines[0].crossing_seconds, figure=figure)

@@ -28,7 +28,8 @@ from memory.models import Tier
 from memory.recall import rows
 
 # The built-in policies, in the order listings and benchmarks show them.
-POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid", "memory.recall.memoria")
+POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid", "memory.recall.memoria",
+                  "memory.recall.exocortex", "memory.recall.generative_agents")
 
 # What a recalled page shows; the stored embedding (1.5 kB a page) and the graph fields stay behind.
 PAGE_FIELDS = ("id", "user_id", "tier", "seq", "query", "response", "timestamp", "source_ids", "segment_id",

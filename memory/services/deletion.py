@@ -9,6 +9,7 @@ terms; a segment goes with all its pages. What was derived from them follows the
   order (removed when none is left);
 - a segment that keeps pages is derived again (keywords, summary, vector) at once, since its summary
   may quote what was deleted; one left empty is deleted;
+- an Exocortex recollection with a deleted member is deleted (its text quotes its members);
 - later pages of a dialogue chain get their meta-chain summary again; traces of the deleted pages'
   turns are deleted, other traces lose their entries for what was deleted; events keep no text of it.
 Afterwards nothing of the deleted text can be recalled or found by search.
@@ -32,6 +33,7 @@ from memory.models import (
     LifecycleEvent,
     MemoryEdge,
     MemoryNode,
+    Recollection,
     RetrievalTrace,
     Segment,
     Sona,
@@ -63,6 +65,7 @@ class BlastRadius:
     agent_traits_kept: list[dict] = field(default_factory=list)
     traits_removed: list[dict] = field(default_factory=list)
     traits_rescored: list[dict] = field(default_factory=list)  # key, name, before, after
+    recollections_removed: list[dict] = field(default_factory=list)
     traces: int = 0
     final: bool = True  # a delete cannot be undone
 
@@ -82,6 +85,7 @@ class _Plan:
     traits_rescored: list[tuple[UserTrait, float, list[dict]]]
     traces_deleted: list[Any]
     traces_scrubbed: list[Any]
+    recollections: list[Recollection] = field(default_factory=list)
 
 
 def _page_entry(page: DialoguePage) -> dict:
@@ -125,8 +129,12 @@ def _plan(user, kind: str, ident: str) -> _Plan:
                              for t in traits_removed]
     radius.traits_rescored = [{"key": t.key, "name": TRAITS_BY_KEY[t.key].name, "before": round(t.score, 4),
                                "after": round(score, 4)} for t, score, _ in rescored]
+    recollections = [r for r in Recollection.objects.filter(user=user).only("id", "text", "members")
+                     if gone & set(r.members)] if gone else []
+    radius.recollections_removed = [{"id": str(r.id), "text": r.text[:160]} for r in recollections]
     traces_deleted = list(RetrievalTrace.objects.filter(user=user, page_id__in=[p.id for p in pages]))
-    touched_ids = gone | {str(e.pk) for e in removed} | {pid for p in pages for pid in memory_point_ids("page", p)}
+    touched_ids = (gone | {str(e.pk) for e in removed} | {pid for p in pages for pid in memory_point_ids("page", p)}
+                   | {str(r.id) for r in recollections})
     # Traces that name what is deleted, or quote a summary that is derived again (it may quote it too).
     summaries = {str(s.id) for s in rederived}
     scrubbed = [t for t in RetrievalTrace.objects.filter(user=user).exclude(id__in=[t.id for t in traces_deleted])
@@ -134,7 +142,7 @@ def _plan(user, kind: str, ident: str) -> _Plan:
     radius.traces = len(traces_deleted) + len(scrubbed)
     return _Plan(radius=radius, pages=pages, segments_deleted=deleted_segments, segments_rederived=rederived,
                  facts_removed=removed, facts_kept=kept, traits_removed=traits_removed, traits_rescored=rescored,
-                 traces_deleted=traces_deleted, traces_scrubbed=scrubbed)
+                 traces_deleted=traces_deleted, traces_scrubbed=scrubbed, recollections=recollections)
 
 
 def _derived_entries(user, model, key: str, pages: set[str], segments: set[str]) -> list:
@@ -232,7 +240,8 @@ def memory_delete(*, user, kind: str, ident: str, actor=None, reason: str = "", 
                      actor=actor_name(actor), reason=reason,
                      deleted={"pages": len(radius.pages), "segments": len(radius.segments_deleted),
                               "facts": len(radius.facts_removed), "agent_traits": len(radius.agent_traits_removed),
-                              "traits": len(radius.traits_removed)},
+                              "traits": len(radius.traits_removed),
+                              "recollections": len(radius.recollections_removed)},
                      rederived=len(radius.segments_rederived), traits_rescored=len(radius.traits_rescored))
         transaction.on_commit(lambda: configured.vector_index().delete(user_id=str(user.pk), ids=point_ids))
     for segment in plan.segments_rederived:  # their summaries may quote what was deleted: at once
@@ -245,6 +254,7 @@ def _execute(user, plan: _Plan) -> list[str]:
     gone = {str(i) for i in page_ids}
     point_ids = [pid for p in plan.pages for pid in memory_point_ids("page", p)]
     point_ids += [str(s.id) for s in plan.segments_deleted] + [str(e.pk) for e in plan.facts_removed]
+    point_ids += [str(r.id) for r in plan.recollections]
     chains = {p.chain_id for p in plan.pages if p.chain_id}
     for trace in plan.traces_deleted:
         trace.delete()
@@ -278,6 +288,8 @@ def _execute(user, plan: _Plan) -> list[str]:
         _trait_nodes_delete(user, trait.key, gone)
         trait.score, trait.evidence = score, evidence
         trait.save(update_fields=["score", "evidence", "updated_at"])
+    Recollection.objects.filter(id__in=[r.id for r in plan.recollections]).delete()
+    _nodes_delete(user, MemoryNode.Kind.RECOLLECTION, {str(r.id) for r in plan.recollections})
     for page_id in gone:
         _events_scrub(user, page_id)
     return point_ids
@@ -329,7 +341,7 @@ def _chains_resummarise(user, chains: Iterable) -> None:
 # ------------------------------------------------------------------ the right to erasure
 
 def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
-    """Delete everything of one user's memory: pages, segments, persona memory, the graph, traces,
+    """Delete everything of one user's memory: pages, segments, persona memory, recollections, the graph, traces,
     events (and their text), sonas, the profile, the vectors. The account stays (deleting it is the
     admin's); one event records that it happened, with counts and no content."""
     reason = reason_clean(reason)
@@ -343,6 +355,7 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
                             ("facts", KnowledgeFact.objects.filter(user=user)),
                             ("agent_traits", AgentTrait.objects.filter(user=user)),
                             ("traits", UserTrait.objects.filter(user=user)),
+                            ("recollections", Recollection.objects.filter(user=user)),
                             ("graph_nodes", MemoryNode.objects.filter(user=user)),
                             ("traces", RetrievalTrace.objects.filter(user=user)),
                             ("events", LifecycleEvent.objects.filter(user=user)),

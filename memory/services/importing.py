@@ -70,7 +70,7 @@ def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) 
         user=user, query=item.query, sona=sona, timestamp=item.timestamp, source_ids=item.source_ids,
         utterances=[{"id": i, "speaker": who, "text": text} for i, who, text in item.utterances])
     page_reply_store(page=page, response=item.response, reply_model=IMPORT_MODEL_NAME, embedding=vector)
-    maintenance_run(user_id=user.pk, now=item.timestamp, index_turns_now=False)
+    maintenance_run(user_id=user.pk, now=item.timestamp, index_turns_now=False, recollect=False)
 
 
 def conversation_import(*, user, conversation: Conversation, progress: bool = False) -> ImportReport:

@@ -38,6 +38,7 @@ from memory.selectors import stopped_turn_pages
 from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
+from memory.services.exocortex import recollections_make
 from memory.services.model_tasks import summarise_segment
 from memory.services.pages import page_point, page_reply_store, page_text
 from memory.services.segments import (
@@ -70,6 +71,7 @@ class MaintenanceReport:
     created_segments: int = 0
     evicted: list[str] = field(default_factory=list)
     promoted: list[str] = field(default_factory=list)
+    recollections: list[str] = field(default_factory=list)  # Exocortex recollections stored
 
 
 def maintenance_schedule(*, user_id: int) -> None:
@@ -97,10 +99,11 @@ def _run_in_worker(user_id: int, attempt: int) -> None:
 
 
 def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_now: bool = True,
-                    ) -> MaintenanceReport:
+                    recollect: bool = True) -> MaintenanceReport:
     """All steps for one user, serialised with any other run for that user in this process.
 
-    A bulk import passes index_turns_now=False and indexes utterances once per batch.
+    A bulk import passes index_turns_now=False and indexes utterances once per batch, and
+    recollect=False: recollections (memory/services/exocortex.py) belong to a live turn's context.
     """
     report = MaintenanceReport()
     now = now or timezone.now()  # the memory's time: an import's maintenance runs at the conversation's
@@ -117,6 +120,8 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             report.summarised = _refresh_summaries(user_id)
             report.evicted = segments_evict(user_id=user_id, now=now)
             report.promoted = _promote(user_id, now)
+            if recollect:
+                report.recollections = [str(r.id) for r in recollections_make(user_id=user_id, now=now)]
         except Exception as exc:
             _record_failure(user_id, exc)
             raise

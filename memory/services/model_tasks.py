@@ -1,4 +1,4 @@
-"""Maintenance with a language model: segment summaries and persona extraction.
+"""Maintenance with a language model: segment summaries, recollections and persona extraction.
 
 Used only when an LLM endpoint is configured, always off the reply path and outside database
 transactions. The answers are checked against memory/engine/model_output.py (with one retry
@@ -15,11 +15,13 @@ from memory.adapters import configured
 from memory.adapters.llm import complete_json
 from memory.engine.model_output import (
     PERSONA_PROMPT,
+    RECOLLECTION_PROMPT,
     SUMMARY_PROMPT,
     PersonaExtraction,
     SegmentSummary,
     pages_text,
     validate_persona,
+    validate_recollection,
     validate_summary,
 )
 from memory.engine.ports import ChatMessage, ModelError
@@ -46,6 +48,12 @@ def _ask(user_id: int, task: str, system: str, texts: Sequence[str], validate):
 
 def summarise_segment(*, user_id: int, texts: Sequence[str]) -> SegmentSummary | None:
     return _ask(user_id, "segment_summary", SUMMARY_PROMPT, texts, validate_summary)
+
+
+def summarise_recollection(*, user_id: int, prompt: str, memories: Sequence[str]) -> str | None:
+    """A recollection's text by the model: the memories (dated) in the context of the new message."""
+    return _ask(user_id, "recollection_summary", RECOLLECTION_PROMPT, [f"New message: {prompt}", *memories],
+                validate_recollection)
 
 
 def extract_persona(*, user_id: int, texts: Sequence[str]) -> PersonaExtraction | None:

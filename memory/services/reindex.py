@@ -15,8 +15,9 @@ from memory.adapters import configured
 from memory.adapters.fulltext import fulltext_index
 from memory.adapters.vectors import dir_size_mb
 from memory.engine.ports import VectorPoint
-from memory.models import DialoguePage, PageStatus, Segment, Tier, bytes_to_vector, vector_to_bytes
+from memory.models import DialoguePage, PageStatus, Recollection, Segment, Tier, bytes_to_vector, vector_to_bytes
 from memory.recall.turn_facts import turn_facts
+from memory.services.exocortex import recollection_point
 from memory.services.memoria import fulltext_page_put
 from memory.services.pages import page_point, page_text
 from memory.services.segments import segment_point
@@ -54,11 +55,11 @@ def _lpm_points(batch: list) -> list[VectorPoint]:
 
 
 def reindex_all(*, progress: bool = False) -> dict[str, int]:
-    """Drop every point, then upsert pages, segments, KB facts, agent traits and utterances."""
+    """Drop every point, then upsert pages, segments, KB facts, agent traits, recollections and utterances."""
     index = configured.vector_index()
     index.clear()
     turn_facts().clear()
-    counts = {"page": 0, "segment": 0, "kb": 0, "agent_trait": 0}
+    counts = {"page": 0, "segment": 0, "kb": 0, "agent_trait": 0, "recollection": 0}
     # Repressed memories are kept out of the index: that is what keeps every policy from them.
     pages = (DialoguePage.objects.filter(status=PageStatus.COMPLETE, repressed=False)
              .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True).order_by("pk"))
@@ -68,6 +69,10 @@ def reindex_all(*, progress: bool = False) -> dict[str, int]:
          lambda b: [segment_point(s) for s in b]),
         ("kb", KnowledgeFact.objects.filter(repressed=False).order_by("pk"), _lpm_points),
         ("agent_trait", AgentTrait.objects.filter(repressed=False).order_by("pk"), _lpm_points),
+        # Their stored vectors (a recollection's text is not re-embedded: it is what was stored);
+        # one with a repressed member stays indexed, the policy checks its members at recall.
+        ("recollection", Recollection.objects.filter(repressed=False).exclude(embedding=b"").order_by("pk"),
+         lambda b: [recollection_point(r, bytes_to_vector(r.embedding)) for r in b]),
     ]
     DialoguePage.objects.filter(turns_indexed=True).update(turns_indexed=False)
     for kind, queryset, to_points in sources:

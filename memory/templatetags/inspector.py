@@ -6,6 +6,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+from memory.inspector import charts
 from memory.inspector.selectors import EVENT_LABELS, can_edit, handle_of
 
 register = template.Library()
@@ -24,6 +25,12 @@ def get(mapping, key):
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+@register.filter
+def age_words(seconds: float) -> str:
+    """Seconds as people read them ("3.2 days")."""
+    return charts.age_words(float(seconds))
 
 
 _JSON_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}

@@ -71,7 +71,8 @@ def overview(request, username):
     target = _target(request, username)
     data = inspect.overview(user=target)
     return _render(request, "inspector/overview.html", target, "overview",
-                   {"o": data, "tiers_figure": charts.tiers_figure(data.counts)})
+                   {"o": data, "tiers_figure": charts.tiers_figure(data.counts),
+                    "decay": inspect.exocortex_curves(user=target)})
 
 
 @login_required
@@ -143,7 +144,7 @@ def _node_url(username: str, node, trait_key: str | None) -> str:
         return reverse("inspector_segment", args=[username, node.object_id])
     if node.kind == "user_trait":
         return reverse("inspector_trait", args=[username, trait_key]) if trait_key else ""
-    kind = {"page": "page", "fact": "fact", "agent_trait": "agent_trait"}[node.kind]
+    kind = {"page": "page", "fact": "fact", "agent_trait": "agent_trait", "recollection": "recollection"}[node.kind]
     return reverse("inspector_provenance", args=[username, kind, node.object_id])
 
 

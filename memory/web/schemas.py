@@ -113,6 +113,7 @@ class BlastRadiusOut(Schema):
     agent_traits_kept: list[dict]
     traits_removed: list[dict]
     traits_rescored: list[dict]
+    recollections_removed: list[dict] = []
     traces: int
     final: bool
     deleted: bool

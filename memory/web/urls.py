@@ -10,6 +10,7 @@ urlpatterns = [
     path("chat/sonas/select/", views.sona_select, name="sona_select"),
     path("chat/turns/<uuid:page_id>/recall/", views.recall_panel, name="turn_recall"),
     path("settings/tokens/", tokens.tokens, name="api_tokens"),
+    path("settings/decay/", views.decay_settings, name="decay_settings"),
     path("inspector/", inspector.inspector_home, name="inspector_home"),
     path("inspector/switch/", inspector.inspector_switch, name="inspector_switch"),
     path("inspector/<str:username>/", inspector.overview, name="inspector_overview"),

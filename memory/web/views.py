@@ -14,10 +14,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory.selectors import chat_history, memory_stats, sona_for_user, sona_list, turn_recall
+from memory.services.common import MemoryInputError
+from memory.services.exocortex import decay_settings_update
 from memory.services.users import sona_get_or_create
-from memory.web.forms import SignUpForm, SonaForm
+from memory.web.forms import DecaySettingsForm, SignUpForm, SonaForm
 from persona.forms import ProfileForm
-from persona.selectors import profile_exists
+from persona.selectors import profile_exists, profile_initial
 
 SESSION_SONA = "chat_sona_id"
 
@@ -104,3 +106,24 @@ def signup(request):
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
     return render(request, "registration/signup.html", {"form": form})
+
+
+@login_required
+@require_POST
+def decay_settings(request):
+    """The decay settings' form on the profile page: saved through the service, errors shown in place."""
+    form = DecaySettingsForm(request.POST)
+    saved = False
+    if form.is_valid():
+        try:
+            decay_settings_update(user=request.user, **form.cleaned_data)
+            saved = True
+        except MemoryInputError as exc:
+            form.add_error(None, str(exc))
+    if not request.htmx:
+        if saved:
+            return redirect("profile")
+        profile_form = ProfileForm(initial=profile_initial(user=request.user))
+        return render(request, "persona/profile.html", {"form": profile_form, "decay_form": form}, status=400)
+    return render(request, "persona/profile.html#decay-form", {"decay_form": form, "decay_saved": saved},
+                  status=200 if saved else 400)

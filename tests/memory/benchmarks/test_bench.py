@@ -300,7 +300,8 @@ def test_retrieval_scores_every_method_on_answerable_questions(memory_env, tmp_p
     # the adversarial question (category 5) is left out; the others count once each
     assert result["questions"] == 4
     assert result["questions_per_category"] == {"all": 4, "1": 1, "2": 1, "3": 1, "4": 1}
-    assert set(result["recall"]) == {"bm25", "dense", "memoryos", "hybrid", "memoria"}
+    assert set(result["recall"]) == {"bm25", "dense", "memoryos", "hybrid", "memoria", "exocortex",
+                                     "generative_agents"}
     for name, recall in result["recall"].items():
         assert all(0.0 <= value <= 1.0 for value in recall.values()), name
     # six turns in all: a method that ranks every turn holds all the evidence within 20

@@ -55,12 +55,13 @@ def toy():
 
 
 def test_builtin_policies_are_registered_in_order():
-    assert policy_names()[:3] == ("memoryos", "hybrid", "memoria")
+    assert policy_names()[:5] == ("memoryos", "hybrid", "memoria", "exocortex", "generative_agents")
     assert get_policy("memoria").parts() == ("full-text search", "memoria")
     assert get_policy("hybrid").parts() == ("keyword search", "utterances")
     assert get_policy("memoryos").parts() == ("segments, then pages",)
-    with pytest.raises(UnknownPolicyError,
-                       match="unknown recall policy 'nope'; choose one of memoryos, hybrid, memoria"):
+    assert get_policy("exocortex").parts() == get_policy("generative_agents").parts() == ("weighted pages",)
+    with pytest.raises(UnknownPolicyError, match="unknown recall policy 'nope'; choose one of memoryos, hybrid, "
+                                                 "memoria, exocortex, generative_agents"):
         get_policy("nope")
 
 

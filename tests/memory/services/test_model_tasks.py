@@ -75,3 +75,31 @@ def test_promotion_uses_the_models_extraction(make_user, llm, memory_env):
     assert trait.score == pytest.approx(0.15)  # 0 + 0.3 · 0.5 · (1 − 0)
     assert trait.evidence[0]["matched"] == ["I sail every weekend"]
     assert configured.vector_index().count(user_id=str(user.pk), kind="kb") == 1
+
+
+@pytest.mark.slow
+def test_a_recollection_is_summarised_by_the_model_with_its_dates(make_user, memory_env, openai_server):
+    from django.utils import timezone
+
+    from memory.models import Recollection
+    from memory.services.exocortex import recollections_make
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 2, "EXOCORTEX_RECOLLECTIONS": "off"}
+    user = make_user()
+    from tests.memory.recall.test_exocortex_policy import BREAD, LISBON
+
+    for text in (*LISBON, *BREAD, "The weather is grey today.", "Remind me about my trip to Lisbon?"):
+        add_page(user, text)
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "EXOCORTEX_RECOLLECTIONS": "always"}
+    memory_env.LLM_ENABLED = True
+    memory_env.OPENAI_API_KEY, memory_env.OPENAI_BASE_URL = openai_server.api_key, openai_server.base_url
+    memory_env.OPENAI_TIMEOUT, memory_env.OPENAI_MAX_RETRIES = 3.0, 0
+    configured.chat_model.cache_clear()
+    openai_server.reply(json.dumps({"summary": "In Lisbon you heard fado, rode tram 28 and ate pastéis de nata."}))
+    made = recollections_make(user_id=user.pk, now=timezone.now())
+    assert made and made[0].text == "In Lisbon you heard fado, rode tram 28 and ate pastéis de nata."
+    asked = openai_server.chat_requests()[0].body["messages"]
+    assert "Recollect these memories" in asked[0]["content"]
+    assert "New message: Remind me about my trip to Lisbon?" in asked[-1]["content"]
+    assert f"[{timezone.now():%d %B %Y}]" in asked[-1]["content"] and "tram 28" in asked[-1]["content"]
+    assert Recollection.objects.get(id=made[0].id).text == made[0].text

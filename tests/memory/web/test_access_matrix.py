@@ -93,6 +93,9 @@ ROUTES: dict[str, list[Route]] = {
                                  {"sona": "x"})],
     "chat/turns/<uuid:page_id>/recall/": [Route("GET", "/chat/turns/{page}/recall/", OWNED_PAGE)],
     "settings/tokens/": [Route("GET", "/settings/tokens/", PAGE)],
+    # Each signed-in caller sets their own (their own row): saved and sent back to the profile page.
+    "settings/decay/": [Route("POST", "/settings/decay/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
+                              {"short_term_minutes": "30", "long_term_threshold": "0.02"})],
     "inspector/": [Route("GET", "/inspector/", {**PAGE, "owner": 302, "other": 302, "staff": 302})],
     "inspector/switch/": [Route("GET", "/inspector/switch/?user={owner}", {**INSPECT, "owner": 302, "staff": 302})],
     "inspector/<str:username>/": [Route("GET", "/inspector/{owner}/", INSPECT)],
