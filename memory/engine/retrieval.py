@@ -13,6 +13,10 @@ from .types import RecalledItem
 # Order in which context is kept when the budget is short: what is least replaceable first.
 SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "turn", "memoria_page", "memoria_note",
                     "kb_fact", "user_trait", "agent_trait")
+# Sections a policy hands over in causal order (what a memory rests on first, memory/engine/
+# memoria_expansion.py), not best first: when the budget is short they keep their highest scores,
+# and what is kept is still shown in the order given.
+CAUSAL_KINDS = frozenset({"memoria_page", "memoria_note"})
 SECTION_TITLES = {
     "profile": "User profile",
     "agent_profile": "Your persona",
@@ -58,9 +62,11 @@ def render_item(item: RecalledItem) -> str:
 
 
 def _fit(items: Sequence[RecalledItem], budget: int) -> tuple[list[RecalledItem], list[RecalledItem], int]:
-    """Greedy by section priority, then by the order the caller ranked them."""
+    """Greedy by section priority, then by the order the caller ranked them (causal sections: by score)."""
     rank = {kind: i for i, kind in enumerate(SECTION_PRIORITY)}
-    ordered = sorted(enumerate(items), key=lambda pair: (rank.get(pair[1].kind, len(rank)), pair[0]))
+    ordered = sorted(enumerate(items), key=lambda pair: (rank.get(pair[1].kind, len(rank)),
+                                                         -pair[1].score if pair[1].kind in CAUSAL_KINDS else 0.0,
+                                                         pair[0]))
     kept: list[RecalledItem] = []
     dropped: list[RecalledItem] = []
     used = 0
@@ -82,6 +88,7 @@ def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
     """
     fixed = estimate_tokens(system) + estimate_tokens(query)
     kept, dropped, used = _fit(items, max(0, budget_tokens - fixed))
+    given = {id(item): position for position, item in enumerate(items)}
     blocks: list[str] = []
     sections: dict[str, int] = {}
     known = ("profile", "user_trait", "kb_fact", "agent_profile", "agent_trait", "mtm_page", "turn", "stm_page")
@@ -91,6 +98,8 @@ def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
         chosen = [item for item in kept if item.kind == kind]
         if kind == "stm_page":  # the recent conversation reads best in time order
             chosen.sort(key=lambda item: (item.timestamp is None, item.timestamp))
+        elif kind in CAUSAL_KINDS:  # kept by score, shown in the causal order given
+            chosen.sort(key=lambda item: given[id(item)])
         if chosen:
             sections[kind] = len(chosen)
             body = "\n".join(render_item(item) for item in chosen)

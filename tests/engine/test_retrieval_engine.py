@@ -68,3 +68,19 @@ def test_a_kind_the_prompt_does_not_know_is_rendered_before_the_recent_conversat
     assert "## Recalled (recollection)\n- [08 May 2026 13:56] In May you planned a trip to Lisbon" in system
     assert system.index("Facts about the user") < system.index("Recalled (recollection)") \
         < system.index("Recent conversation")
+
+
+def test_a_causal_section_keeps_its_best_scores_when_short_and_shows_them_in_the_order_given():
+    # Memoria hands its memories over dependencies first: the seed (score 0.9) comes after what it rests on
+    causal = [item("memoria_page", "dep-low", "A" * 40, score=0.2),
+              item("memoria_page", "dep-mid", "B" * 40, score=0.5),
+              item("memoria_page", "seed", "C" * 40, score=0.9)]
+    cost = estimate_tokens("- [08 May 2026 13:56] " + "A" * 40) + 1  # each line costs the same
+    fixed = estimate_tokens("sys") + estimate_tokens("q?")
+    short = assemble_prompt(query="q?", items=causal, system="sys", budget_tokens=fixed + 2 * cost)
+    assert [i.ref for i in short.included] == ["seed", "dep-mid"] and [i.ref for i in short.dropped] == ["dep-low"]
+    body = short.messages[0].content
+    assert body.index("B" * 40) < body.index("C" * 40)  # kept by score, shown in causal order
+    whole = assemble_prompt(query="q?", items=causal, system="sys", budget_tokens=fixed + 3 * cost)
+    text = whole.messages[0].content
+    assert text.index("A" * 40) < text.index("B" * 40) < text.index("C" * 40)
