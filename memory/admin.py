@@ -17,6 +17,7 @@ from memory.models import (
     ApiToken,
     DialoguePage,
     LifecycleEvent,
+    MemoryAlias,
     MemoryEdge,
     MemoryNode,
     Recollection,
@@ -173,6 +174,15 @@ class MemoryNodeAdmin(ReadOnlyAdmin):
     list_display = ("kind", "object_id", "cid", "user", "importance", "importance_ratings", "created_at")
     list_filter = ("kind",)
     search_fields = ("cid", "object_id", "user__username")
+
+
+@admin.register(MemoryAlias)
+class MemoryAliasAdmin(ReadOnlyAdmin):
+    """A content id a node had before its content or dependencies changed: links to it still resolve."""
+
+    list_display = ("cid", "node", "user", "created_at")
+    search_fields = ("cid", "node__cid", "user__username")
+    list_select_related = ("node", "user")
 
 
 @admin.register(SonaMembership)

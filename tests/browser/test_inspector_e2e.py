@@ -18,7 +18,8 @@ FIGURES_DRAWN = """() => [...document.querySelectorAll('[data-figure]')].map((el
   id: el.dataset.figure,
   ready: el.classList.contains('figure-ready'),
   traces: (el.data || []).length,
-  points: (el.data || []).reduce((n, t) => n + ((t.x && t.x.length) || (t.r && t.r.length) || 0), 0),
+  // plotly.js keeps numpy arrays as {dtype, bdata} in el.data and decodes them into _fullData
+  points: (el._fullData || []).reduce((n, t) => n + ((t.x && t.x.length) || (t.r && t.r.length) || 0), 0),
 }))"""
 
 
@@ -66,7 +67,7 @@ def test_every_inspector_page_draws_its_figures_without_errors(demo_server, brow
     sign_in(page, demo_server)
     send(page, "What do you remember about my training plan?", 0)  # a trace to inspect
     base = f"{demo_server.url}/inspector/demo"
-    expected_figures = {"": ["tiers-figure"], "mtm/": ["heat-figure", "membership-figure"],
+    expected_figures = {"": ["tiers-figure", "decay-figure"], "mtm/": ["heat-figure", "membership-figure"],
                         "lpm/": ["traits-figure"], "stm/": [], "recalls/?q=sailing": [], "events/": [],
                         "replay/": []}
     for path, figures in expected_figures.items():
