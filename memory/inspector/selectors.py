@@ -676,3 +676,41 @@ def exocortex_curves(*, user, now: datetime | None = None) -> DecayView:
     figure = charts.decay_figure(lines, oldest_seconds=oldest, short_term_seconds=own.short_term_seconds)
     return DecayView(settings=own, oldest_seconds=oldest, short_term_threshold=curve.short_term_threshold,
                      crossing_seconds=lines[0].crossing_seconds, figure=figure)
+
+
+@dataclass(frozen=True)
+class ExpansionRow:
+    """One memory of a Memoria recall, in the order the prompt showed it: why it was there."""
+
+    kind: str
+    ref: str
+    text: str
+    budget: float
+    seed_score: float | None  # its score when it was a seed (a top-k hit), else None
+    pulled_by: str  # the text of the memory whose dependency pulled it in ("" for a seed)
+    relation: str
+    weight: float | None
+
+
+def memoria_expansion(payload: dict) -> list[ExpansionRow]:
+    """The Memoria policy's expansion as stored on a trace: each included memory (dependencies first)
+    with its budget, and the seed or the dependency edge that brought it in."""
+    memoria = payload.get("memoria") or {}
+    nodes = memoria.get("nodes") or {}
+    expansion = memoria.get("expansion") or {}
+    budgets = expansion.get("budgets") or {}
+    pulls = expansion.get("pulled_by") or {}
+    seeds = {seed.get("cid"): seed for seed in memoria.get("seeds") or []}
+    rows = []
+    for node_id in expansion.get("order") or []:
+        node, pull = nodes.get(node_id, {}), pulls.get(node_id) or {}
+        seed = seeds.get(node_id)
+        source = nodes.get(pull.get("source"), {}) if pull else {}
+        rows.append(ExpansionRow(
+            kind=str(node.get("kind", "")), ref=str(node.get("ref", "")), text=str(node.get("text", "")),
+            budget=float(budgets.get(node_id, 0.0)),
+            seed_score=float(seed["score"]) if seed and "score" in seed else None,
+            pulled_by=str(source.get("text", "another memory")) if pull else "",
+            relation=str(pull.get("name", "")).split(":")[0].split("/")[0] if pull else "",
+            weight=float(pull["weight"]) if pull and "weight" in pull else None))
+    return rows

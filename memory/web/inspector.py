@@ -201,7 +201,9 @@ def trace(request, username, trace_id):
     if found is None:
         raise Http404("No such trace.")
     return _render(request, "inspector/trace.html", target, "recalls", {"t": found, "p": found.payload or {},
-                                                                   "timings": trace_timings(found.payload or {})})
+                                                                   "timings": trace_timings(found.payload or {}),
+                                                                   "expansion": inspect.memoria_expansion(
+                                                                       found.payload or {})})
 
 
 @login_required

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -134,6 +135,18 @@ def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_n
     assert "4471" not in texts and "Other's" not in texts
     stored = RetrievalTrace.objects.get(id=recall.trace.id).payload["memoria"]
     assert stored["nodes"][str(b.pk)]["ref"] == str(harbour.id)
+    # the inspector's trace page shows who pulled in whom, in the prompt's order
+    client = Client()
+    client.force_login(user)
+    page = client.get(f"/inspector/me/recalls/{recall.trace.id}/").content.decode()
+    table = page[page.index('id="memoria-expansion"'):]
+    assert table.index("coil of blue climbing rope") < table.index("harbour at Portree") < table.index("bowline")
+    assert "a top hit (score" in table
+    assert "pulled in by “User: We sailed out of the harbour at Portree. | Assistant: Noted.” (mentions, weight 0.80)" \
+        in table
+    assert "4471" not in page
+    client.force_login(other)
+    assert client.get(f"/inspector/me/recalls/{recall.trace.id}/").status_code == 404
 
 
 def test_the_fulltext_index_follows_page_writes(make_user, memory_env):
