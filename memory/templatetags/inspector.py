@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import template
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
@@ -48,5 +49,18 @@ def figure_script(figure_json: str, element_id: str):
 def memory_actions(context, kind: str, row):
     """A memory's action bar: its flags, and the buttons when the viewer may edit this memory."""
     target = context["target"]
-    return {"target": target, "m": handle_of(kind, row), "can_edit": can_edit(context["request"].user, target),
+    memory = handle_of(kind, row)
+    return {"target": target, "m": memory, "can_edit": can_edit(context["request"].user, target),
+            "urls": action_urls(target.get_username(), memory.kind, memory.ident),
             "csrf_token": context.get("csrf_token")}
+
+
+ACTIONS = ("pin", "repress", "correct", "delete")
+
+
+def action_urls(username: str, kind: str, ident: str) -> dict[str, str]:
+    """A memory's action URLs from one `reverse`: they differ only in their last part, and a page
+    of the inspector shows a few hundred action bars."""
+    pin = reverse("memory_pin", args=[username, kind, ident])
+    base = pin[:-len("pin/")]
+    return {action: f"{base}{action}/" for action in ACTIONS}

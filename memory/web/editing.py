@@ -15,6 +15,7 @@ from memory.inspector.selectors import can_edit, can_inspect, memory_for_actions
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_correct, memory_pin, memory_repress
+from memory.templatetags.inspector import action_urls
 
 EDITABLE_FIELDS = {"page": ("query", "response"), "segment": ("summary", "keywords"), "fact": ("text",),
                    "agent_trait": ("text",), "trait": ("score", "note")}
@@ -40,7 +41,9 @@ def _bar(request, target, kind: str, ident: str, *, notice: str = "", error: str
             messages.success(request, notice)
         return redirect(request.POST.get("next") or request.META.get("HTTP_REFERER") or "inspector_home")
     return render(request, "inspector/_actions.html", {"target": target, "m": memory, "notice": notice,
-                                                        "error": error, "can_edit": True}, status=status)
+                                                        "error": error, "can_edit": True,
+                                                        "urls": action_urls(target.get_username(), kind, memory.ident)},
+                  status=status)
 
 
 @login_required

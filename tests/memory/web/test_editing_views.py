@@ -83,3 +83,18 @@ def test_only_the_owner_and_operators_may_act(client, make_user, owner_page):
     client.logout()
     assert client.post(url(user, page, "pin"), {"value": "1"}).status_code == 302  # to the login page
     assert LifecycleEvent.objects.get(user=user, kind="pinned").payload["actor"] == "ed"
+
+
+def test_the_action_bar_links_each_action_to_its_route(client, owner_page):
+    from django.urls import reverse
+
+    from memory.templatetags.inspector import ACTIONS, action_urls
+
+    user, page = owner_page
+    urls = action_urls(user.get_username(), "page", str(page.id))
+    assert urls == {action: reverse(f"memory_{action}", args=[user.get_username(), "page", str(page.id)])
+                    for action in ACTIONS}
+    client.force_login(user)
+    html = client.get(f"/inspector/{user.get_username()}/stm/").content.decode()
+    assert f'hx-post="{urls["pin"]}"' in html and f'hx-post="{urls["repress"]}"' in html
+    assert f'hx-get="{urls["correct"]}"' in html and f'hx-get="{urls["delete"]}"' in html
