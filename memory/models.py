@@ -178,6 +178,9 @@ class DialoguePage(models.Model):
     pinned = models.BooleanField(default=False)
     repressed = models.BooleanField(default=False)
     version = models.PositiveIntegerField(default=1)
+    # The text of the files attached to the turn ("[name] text", cut to ATTACHMENT_INDEX_CHARS):
+    # indexed and recalled with the page (memory/services/files.py).
+    attachment_text = models.TextField(blank=True, default="")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "seq"], name="uniq_page_seq_per_user")]
@@ -203,6 +206,12 @@ class DialoguePage(models.Model):
         return f"User: {self.query}\nAssistant: {self.response}".strip()
 
     @property
+    def recall_text(self) -> str:
+        """The page as every recall policy shows it to the model."""
+        text = f"User: {self.query} | Assistant: {self.response}"
+        return f"{text} | Attached: {self.attachment_text}" if self.attachment_text else text
+
+    @property
     def interrupted(self) -> bool:
         """Completed by maintenance without a reply: the turn's process stopped mid-turn."""
         return self.reply_model == INTERRUPTED_MODEL_NAME
@@ -226,6 +235,7 @@ class MemoryNode(models.Model):
         USER_TRAIT = "user_trait", "user trait update"
         AGENT_TRAIT = "agent_trait", "agent trait"
         RECOLLECTION = "recollection", "recollection"
+        FILE = "file", "attached file"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_nodes")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -334,6 +344,7 @@ class LifecycleEvent(models.Model):
         IMPORTANCE_RATED = "importance_rated", "recalled memories rated for a reply (Memoria)"
         SONA_JOINED = "sona_joined", "a memory bubbled up into a sona (Memoria)"
         RECOLLECTED = "recollected", "recollection stored (Exocortex)"
+        FILE_ATTACHED = "file_attached", "a file attached to a turn"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     kind = models.CharField(max_length=32, choices=Kind.choices)
@@ -375,6 +386,34 @@ class Recollection(models.Model):
 
     def __str__(self) -> str:
         return f"recollection {self.id} of {self.user_id}"
+
+
+class AttachedFile(models.Model):
+    """A file a user uploaded, attached to one turn (`page`) or waiting for one (no page yet).
+
+    The bytes are stored once per content, under their CID (`content_cid`: CIDv1, raw codec,
+    sha2-256) in the "memory_files" storage; `cid` is the file's graph node {name, media_type,
+    size, content: link}, on which the turn's page node depends ("attachment")."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="attached_files")
+    page = models.ForeignKey(DialoguePage, on_delete=models.CASCADE, null=True, blank=True,
+                             related_name="attachments")
+    content_cid = models.CharField(max_length=100)
+    cid = models.CharField(max_length=100, blank=True, default="")
+    name = models.CharField(max_length=255)
+    media_type = models.CharField(max_length=100)
+    size = models.PositiveBigIntegerField()
+    text = models.TextField(blank=True, default="")  # extracted where the format allows
+    extraction = models.CharField(max_length=120, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "content_cid"]), models.Index(fields=["page"])]
+        ordering = ["created_at", "name"]
+
+    def __str__(self) -> str:
+        return f"file {self.name} of {self.user_id}"
 
 
 class RetrievalTrace(models.Model):

@@ -17,6 +17,7 @@ from memory.engine.text import WORD, stem
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.models import (
     ApiToken,
+    AttachedFile,
     DialoguePage,
     LifecycleEvent,
     MemoryNode,
@@ -497,3 +498,17 @@ def decay_settings_initial(*, user) -> dict[str, float]:
     defaults = {field: UserMemoryState._meta.get_field(field).default
                 for field in ("short_term_minutes", "long_term_threshold")}
     return found or defaults
+
+
+def attached_files(*, user, page_id=None) -> QuerySet[AttachedFile]:
+    """The user's files, newest first: all of them, or those attached to one page."""
+    rows = AttachedFile.objects.filter(user=user).order_by("-created_at", "name")
+    return rows.filter(page_id=page_id) if page_id is not None else rows
+
+
+def page_attachments(*, user, page_ids) -> dict[str, list[AttachedFile]]:
+    """The files of several pages, by page id (one query for a page listing)."""
+    out: dict[str, list[AttachedFile]] = {}
+    for row in AttachedFile.objects.filter(user=user, page_id__in=list(page_ids)).order_by("created_at", "name"):
+        out.setdefault(str(row.page_id), []).append(row)
+    return out

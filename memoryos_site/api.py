@@ -21,6 +21,7 @@ from ninja.throttling import AnonRateThrottle, AuthRateThrottle
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.web.api import router as memory_router
 from memory.web.api_auth import ApiError, TokenAuth
+from memory.web.api_files import router as files_router
 from memory.web.api_memories import router as memories_router
 from persona.api import router as persona_router
 
@@ -34,6 +35,7 @@ api = NinjaAPI(
 )
 api.add_router("/memory/", memory_router)
 api.add_router("/memory/", memories_router)
+api.add_router("/memory/", files_router)
 api.add_router("/persona/", persona_router)
 
 

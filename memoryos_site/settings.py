@@ -174,6 +174,12 @@ WHITENOISE_ROOT = BASE_DIR / "static" / "root"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Files attached to turns, one object per content id (memory/services/files.py): any Django
+    # storage backend will do (MEMORYOS_FILES_STORAGE names its class; files under var/files by default).
+    "memory_files": {"BACKEND": env("MEMORYOS_FILES_STORAGE", "django.core.files.storage.FileSystemStorage"),
+                     "OPTIONS": ({"location": str(VAR_DIR / "files"), "directory_permissions_mode": 0o700,
+                                  "file_permissions_mode": 0o600}
+                                 if not env("MEMORYOS_FILES_STORAGE") else {})},
 }
 
 # --- MemoryOS -------------------------------------------------------------------------------
@@ -234,6 +240,14 @@ MEMORYOS = {
     "TURN_FACTS_CACHE": env_int("MEMORYOS_TURN_FACTS_CACHE", 400_000),
     "PROMPT_TOKEN_BUDGET": env_int("MEMORYOS_PROMPT_TOKEN_BUDGET", 3000),
     "MAX_MESSAGE_CHARS": env_int("MEMORYOS_MAX_MESSAGE_CHARS", 4000),
+    # Files attached to a turn (text, PDF, images): the size of one, how many a turn carries, how
+    # much of a file's text is kept, and how much of it is indexed with the page and shown to the
+    # model in the turn that carries it.
+    "MAX_FILE_BYTES": env_int("MEMORYOS_MAX_FILE_BYTES", 10 * 1024 * 1024),
+    "MAX_FILES_PER_TURN": env_int("MEMORYOS_MAX_FILES_PER_TURN", 5),
+    "FILE_TEXT_MAX_CHARS": env_int("MEMORYOS_FILE_TEXT_MAX_CHARS", 200_000),
+    "ATTACHMENT_INDEX_CHARS": env_int("MEMORYOS_ATTACHMENT_INDEX_CHARS", 2000),
+    "ATTACHMENT_PROMPT_CHARS": env_int("MEMORYOS_ATTACHMENT_PROMPT_CHARS", 8000),
     # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,
     # imports); "off": only `manage.py maintenance` runs it.
     "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "thread"),

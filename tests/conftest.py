@@ -43,6 +43,21 @@ def _no_server_warm_up():
     settings.MEMORYOS_WARMUP = False
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _files_in_a_temporary_folder(tmp_path_factory):
+    """Files attached to turns are stored under a folder of the test session, not var/files."""
+    from django.conf import settings
+    from django.core.files.storage import storages
+
+    location = str(tmp_path_factory.mktemp("memory_files"))
+    settings.STORAGES = {**settings.STORAGES,
+                         "memory_files": {"BACKEND": "django.core.files.storage.FileSystemStorage",
+                                          "OPTIONS": {"location": location}}}
+    storages._backends = None
+    storages._storages = {}
+    storages.__dict__.pop("backends", None)  # a cached_property, as Django's setting_changed handler resets it
+
+
 @pytest.fixture
 def memory_env(settings, tmp_path, transactional_db):
     """Real database transactions (on_commit runs), a private vector shard, maintenance inline."""

@@ -10,6 +10,8 @@ A node is `{timestamp?, kind, data, dependencies: {name: (weight, CID)}}` encode
     agent_trait   {"text"}                                   timestamp: the page it was stated in
     recollection  {"text", "prompt"}                          timestamp: when it was recollected
                   (its member pages are its "recollects" dependencies, weighted by their share)
+    file          {"name", "media_type", "size", "content"}  timestamp: when it was uploaded
+                  ("content" links to the bytes' own raw block; a page depends on its files, "attachment")
 
 Sona membership, importance and repression are mutable annotations kept beside the node, never in it.
 Dependencies come from the node's outgoing edges (services/graph.py): an edge's relation is the
@@ -26,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memory.engine.ipld import Dependency, block_cid, node_build, node_decode, node_encode
+from memory.engine.ipld import Dependency, Link, block_cid, node_build, node_decode, node_encode
 
 
 class ContentBlock(NamedTuple):
@@ -72,6 +74,9 @@ def row_content(kind: str, row: Any) -> tuple[dict[str, Any], datetime | None]:
         return {"text": row.text}, row.timestamp
     if kind == "recollection":
         return {"text": row.text, "prompt": row.prompt}, row.created_at
+    if kind == "file":
+        return {"name": row.name, "media_type": row.media_type, "size": row.size,
+                "content": Link(row.content_cid)}, row.created_at
     raise ValueError(f"no row content for a {kind!r} node")
 
 

@@ -142,7 +142,7 @@ def _item(row, terms: exo.WeightBreakdown, cosine: float, *, age_seconds: float)
         return RecalledItem(kind=RECOLLECTION_KIND, ref=str(row.id), text=row.text, score=terms.weight,
                             timestamp=row.created_at, source_ids=(), breakdown=breakdown)
     breakdown["segment_id"] = str(row.segment_id) if row.segment_id else ""
-    return RecalledItem(kind="mtm_page", ref=str(row.id), text=f"User: {row.query} | Assistant: {row.response}",
+    return RecalledItem(kind="mtm_page", ref=str(row.id), text=row.recall_text,
                         score=terms.weight, timestamp=row.timestamp, source_ids=tuple(row.source_ids),
                         breakdown=breakdown)
 

@@ -118,7 +118,7 @@ def _pages(user, ids: Iterable[str], *, tiers: Sequence[str]) -> dict[str, Dialo
 
 
 def _page_memory(node: MemoryNode, page: DialoguePage) -> Memory:
-    return Memory(node=node, text=f"User: {page.query} | Assistant: {page.response}", timestamp=page.timestamp,
+    return Memory(node=node, text=page.recall_text, timestamp=page.timestamp,
                   source_ids=tuple(page.source_ids))
 
 

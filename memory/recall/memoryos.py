@@ -79,7 +79,7 @@ def page_stage(context: RecallContext, query_vector: Sequence[float],
             continue
         seg = fscore_by_id.get(str(page.segment_id))
         items.append(RecalledItem(
-            kind="mtm_page", ref=hit.id, text=f"User: {page.query} | Assistant: {page.response}",
+            kind="mtm_page", ref=hit.id, text=page.recall_text,
             score=hit.score, timestamp=page.timestamp, source_ids=tuple(page.source_ids),
             breakdown={"similarity": round(hit.score, 4),
                        "segment_fscore": round(seg.fscore, 4) if seg else 0.0,

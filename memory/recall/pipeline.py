@@ -103,7 +103,7 @@ def _stm_item(page: DialoguePage, similarity: float | None = None) -> RecalledIt
     breakdown = {"seq": float(page.seq)}
     if similarity is not None:
         breakdown["similarity"] = round(similarity, 4)
-    return RecalledItem(kind="stm_page", ref=str(page.id), text=f"User: {page.query} | Assistant: {page.response}",
+    return RecalledItem(kind="stm_page", ref=str(page.id), text=page.recall_text,
                         score=1.0, timestamp=page.timestamp, source_ids=tuple(page.source_ids), breakdown=breakdown)
 
 

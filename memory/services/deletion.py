@@ -29,6 +29,7 @@ from memory.engine import offline
 from memory.engine.content_ids import trait_evidence_object_id
 from memory.engine.traits import TRAITS_BY_KEY, update_trait_score
 from memory.models import (
+    AttachedFile,
     DialoguePage,
     LifecycleEvent,
     MemoryEdge,
@@ -42,6 +43,7 @@ from memory.models import (
 from memory.services.common import MemoryInputError, lock_user_state
 from memory.services.editing import actor_name, memory_get, memory_point_ids, reason_clean
 from memory.services.events import event_record
+from memory.services.files import blobs_release_on_commit, page_files_delete
 from memory.services.memoria import fulltext_pages_delete, fulltext_user_delete
 from memory.services.segments import SUMMARY_PAGES, segment_rederive
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
@@ -66,6 +68,7 @@ class BlastRadius:
     traits_removed: list[dict] = field(default_factory=list)
     traits_rescored: list[dict] = field(default_factory=list)  # key, name, before, after
     recollections_removed: list[dict] = field(default_factory=list)
+    files_removed: list[dict] = field(default_factory=list)  # attached to the deleted pages
     traces: int = 0
     final: bool = True  # a delete cannot be undone
 
@@ -132,6 +135,8 @@ def _plan(user, kind: str, ident: str) -> _Plan:
     recollections = [r for r in Recollection.objects.filter(user=user).only("id", "text", "members")
                      if gone & set(r.members)] if gone else []
     radius.recollections_removed = [{"id": str(r.id), "text": r.text[:160]} for r in recollections]
+    radius.files_removed = [{"cid": f.content_cid, "name": f.name, "size": f.size}
+                            for f in AttachedFile.objects.filter(user=user, page_id__in=[p.id for p in pages])]
     traces_deleted = list(RetrievalTrace.objects.filter(user=user, page_id__in=[p.id for p in pages]))
     touched_ids = (gone | {str(e.pk) for e in removed} | {pid for p in pages for pid in memory_point_ids("page", p)}
                    | {str(r.id) for r in recollections})
@@ -266,6 +271,7 @@ def _execute(user, plan: _Plan) -> list[str]:
                 entry["summary"] = SCRUBBED
         trace.payload = payload
         trace.save(update_fields=["payload"])
+    page_files_delete(user=user, page_ids=page_ids)
     DialoguePage.objects.filter(id__in=page_ids).delete()
     fulltext_pages_delete(page_ids=page_ids)
     _nodes_delete(user, MemoryNode.Kind.PAGE, gone)
@@ -350,7 +356,9 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
     with transaction.atomic():
         lock_user_state(user.pk)
         counts = {}
-        for label, rows in (("pages", DialoguePage.objects.filter(user=user)),
+        content_cids = set(AttachedFile.objects.filter(user=user).values_list("content_cid", flat=True))
+        for label, rows in (("files", AttachedFile.objects.filter(user=user)),
+                            ("pages", DialoguePage.objects.filter(user=user)),
                             ("segments", Segment.objects.filter(user=user)),
                             ("facts", KnowledgeFact.objects.filter(user=user)),
                             ("agent_traits", AgentTrait.objects.filter(user=user)),
@@ -369,5 +377,6 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.USER_FORGOTTEN, subject_id=str(user.pk),
                      actor=actor_name(actor), reason=reason, counts=counts)
         transaction.on_commit(lambda: configured.vector_index().delete_user(user_id=str(user.pk)))
+        blobs_release_on_commit(content_cids)
     return counts
 

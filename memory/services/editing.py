@@ -34,7 +34,7 @@ from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_none, lock_user_state
 from memory.services.events import event_record
 from memory.services.memoria import fulltext_page_put
-from memory.services.pages import SPEAKER_LABEL, page_point, page_text, validate_message
+from memory.services.pages import SPEAKER_LABEL, page_point, page_row_text, validate_message
 from memory.services.segments import segment_point, segment_text
 from memory.services.utterances import index_turns, turn_point_ids
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
@@ -230,17 +230,16 @@ def _correct_page(user, page: DialoguePage, values: dict, actor, reason: str):
     old_points = memory_point_ids("page", page)
     speakers = [u.get("speaker") for u in page.utterances] or []
     page.query, page.response = query, response
-    page.keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", page_text(query, response,
-                                                                                     page.reply_model))))
+    page.keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", page_row_text(page))))
     if speakers:  # who said it stays; what was said is the correction
         page.utterances = [{"id": "", "speaker": speakers[0], "text": query},
                            *([{"id": "", "speaker": speakers[-1], "text": response}] if response else [])]
-    vectors = embed_or_none([page_text(query, response, page.reply_model)])
+    vectors = embed_or_none([page_row_text(page)])
     if vectors:
         page.embedding = vector_to_bytes(vectors[0])
     page.turns_indexed = False
     # The old words leave the full-text index with the correction (same transaction, same database).
-    fulltext_page_put(page=page, text=page_text(query, response, page.reply_model))
+    fulltext_page_put(page=page, text=page_row_text(page))
     if page.segment_id:
         Segment.objects.filter(id=page.segment_id).update(rederive=True)
 

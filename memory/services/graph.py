@@ -13,12 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from memory.engine.content_ids import block_with_dependencies, content_block, dependency_map, row_content
-from memory.models import DialoguePage, MemoryAlias, MemoryEdge, MemoryNode, Recollection, Segment
+from memory.models import AttachedFile, DialoguePage, MemoryAlias, MemoryEdge, MemoryNode, Recollection, Segment
 from persona.models import AgentTrait, KnowledgeFact
 
 ROW_MODELS = {MemoryNode.Kind.PAGE: DialoguePage, MemoryNode.Kind.SEGMENT: Segment,
               MemoryNode.Kind.FACT: KnowledgeFact, MemoryNode.Kind.AGENT_TRAIT: AgentTrait,
-              MemoryNode.Kind.RECOLLECTION: Recollection}
+              MemoryNode.Kind.RECOLLECTION: Recollection, MemoryNode.Kind.FILE: AttachedFile}
 
 
 def _dependencies(node: MemoryNode) -> dict:

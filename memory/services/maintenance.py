@@ -40,7 +40,7 @@ from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
 from memory.services.exocortex import recollections_make
 from memory.services.model_tasks import summarise_segment
-from memory.services.pages import page_point, page_reply_store, page_text
+from memory.services.pages import page_point, page_reply_store, page_row_text, page_text
 from memory.services.segments import (
     SUMMARY_PAGES,
     page_move_to_mtm,
@@ -158,7 +158,7 @@ def _embed_missing(user_id: int) -> int:
                  .order_by("seq")[:64])
     if not pages:
         return 0
-    vectors = embed_or_none([page_text(p.query, p.response, p.reply_model) for p in pages])
+    vectors = embed_or_none([page_row_text(p) for p in pages])
     if vectors is None:
         raise RuntimeError("the embedder is unavailable; pages stay queued for embedding")
     points = []

@@ -19,6 +19,7 @@ from memory.engine import offline
 from memory.engine.ports import VectorPoint
 from memory.models import (
     OFFLINE_MODEL_NAME,
+    AttachedFile,
     DialoguePage,
     LifecycleEvent,
     MemoryNode,
@@ -29,6 +30,7 @@ from memory.models import (
 from memory.services import graph, memoria
 from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
 from memory.services.events import event_record
+from memory.services.files import files_attach
 
 # "Caroline: ..." in imported transcripts: a speaker label is not a topic keyword.
 SPEAKER_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))[A-Z][\w'-]{0,30}:\s")
@@ -47,8 +49,10 @@ def validate_message(text: str) -> str:
 
 
 def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetime | None = None,
-               source_ids: Sequence[str] = (), utterances: Sequence[dict] = ()) -> DialoguePage:
-    """Store the user's message as a pending page in STM, before any model is called."""
+               source_ids: Sequence[str] = (), utterances: Sequence[dict] = (),
+               files: Sequence[AttachedFile] = ()) -> DialoguePage:
+    """Store the user's message as a pending page in STM, before any model is called, with the
+    files it carries (checked by files_for_turn) attached in the same transaction."""
     query = validate_message(query)
     with transaction.atomic():
         state = lock_user_state(user.pk)
@@ -60,21 +64,27 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
         state.save(update_fields=["next_seq"])
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.PAGE_ADDED, subject_id=page.id,
                      at=page.timestamp, seq=page.seq, sona=sona.name if sona else None)
+        files_attach(user=user, page=page, files=files)
     return page
 
 
-def page_text(query: str, response: str, reply_model: str = "") -> str:
-    """What a page is indexed and summarised by. An offline reply only restates recalled memory,
-    so it would add noise, not information: such pages are indexed by the user's words alone."""
-    if reply_model == OFFLINE_MODEL_NAME:
-        return query.strip()
-    return f"{query}\n{response}".strip()
+def page_text(query: str, response: str, reply_model: str = "", attachments: str = "") -> str:
+    """What a page is indexed and summarised by: the words and the text of its attached files. An
+    offline reply only restates recalled memory, so it would add noise, not information: such pages
+    are indexed by the user's words alone."""
+    said = query.strip() if reply_model == OFFLINE_MODEL_NAME else f"{query}\n{response}".strip()
+    return f"{said}\n{attachments}" if attachments else said
+
+
+def page_row_text(page: DialoguePage) -> str:
+    """page_text of a stored page."""
+    return page_text(page.query, page.response, page.reply_model, page.attachment_text)
 
 
 def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
                      embedding: Sequence[float] | None = None) -> DialoguePage:
     """Store the reply, the page's keywords and embedding, and mark maintenance due."""
-    text = page_text(page.query, response, reply_model)
+    text = page_text(page.query, response, reply_model, page.attachment_text)
     if embedding is None:
         vectors = embed_or_none([text])
         embedding = vectors[0] if vectors else None
@@ -103,7 +113,7 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
 
 def page_point(page: DialoguePage, embedding: Sequence[float]) -> VectorPoint:
     return VectorPoint(
-        id=str(page.id), vector=list(embedding), text=page_text(page.query, page.response, page.reply_model),
+        id=str(page.id), vector=list(embedding), text=page_row_text(page),
         payload={"user_id": str(page.user_id), "kind": "page", "tier": page.tier,
                  "segment_id": str(page.segment_id) if page.segment_id else "", "seq": page.seq,
                  "timestamp": page.timestamp.timestamp()},

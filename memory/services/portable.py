@@ -3,6 +3,8 @@
 Every block of the archive is a Memoria node (engine/ipld.py), so any IPLD tool decodes it:
 
 - the graph's own nodes, byte for byte as stored: {timestamp?, kind, data, dependencies};
+- the bytes of every attached file as a raw block (codec 0x55), which its file node links to
+  ("content") and its "file" record names (`content_cid`);
 - one record per row (sona, segment, page, KB fact, agent trait, user trait, profile, the page
   counter), kind "memoryos/<name>", `data` the row's fields (ids as text, times as ISO 8601,
   embeddings as base64), a `node` dependency on the row's graph node when it has one;
@@ -31,9 +33,10 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from memory.engine.content_ids import content_block, trait_evidence_object_id
-from memory.engine.ipld import BlockError, Link, node_verify
+from memory.engine.ipld import CODEC_RAW, BlockError, Link, NodeError, block_verify, cid_parse, node_verify
 from memory.formats.car import CarError, car_read, car_write
 from memory.models import (
+    AttachedFile,
     DialoguePage,
     MemoryAlias,
     MemoryEdge,
@@ -45,8 +48,9 @@ from memory.models import (
     UserMemoryState,
 )
 from memory.services.common import MemoryInputError, lock_user_state
+from memory.services.files import blob_put, blob_read
 from memory.services.memoria import fulltext_page_put
-from memory.services.pages import page_text
+from memory.services.pages import page_row_text
 from memory.services.reindex import reindex_user
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
@@ -55,12 +59,13 @@ VERSION = 1
 ROOT_KIND = "memoryos/export"
 # In the order an import creates them (what a row points at comes first).
 RECORDS: tuple[tuple[str, type[models.Model]], ...] = (
-    ("sona", Sona), ("segment", Segment), ("page", DialoguePage), ("fact", KnowledgeFact),
+    ("sona", Sona), ("segment", Segment), ("page", DialoguePage), ("file", AttachedFile), ("fact", KnowledgeFact),
     ("agent_trait", AgentTrait), ("user_trait", UserTrait), ("profile", UserProfile), ("state", UserMemoryState),
 )
+ROW_RECORDS = RECORDS[1:7]  # bulk-created with new ids; the sonas, the profile and the counter are merged
 NODE_OF_RECORD = {"segment": MemoryNode.Kind.SEGMENT, "page": MemoryNode.Kind.PAGE, "fact": MemoryNode.Kind.FACT,
-                  "agent_trait": MemoryNode.Kind.AGENT_TRAIT}
-ID_FIELDS = {"id", "sona_id", "segment_id", "previous_id", "chain_id"}
+                  "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "file": MemoryNode.Kind.FILE}
+ID_FIELDS = {"id", "sona_id", "segment_id", "previous_id", "chain_id", "page_id"}
 
 
 @dataclass
@@ -119,6 +124,8 @@ def _export_blocks(user) -> tuple[list[tuple[str, bytes]], dict[str, Any], Summa
     node_cids = {(node.kind, node.object_id): node.cid for node in nodes}
     for node in nodes:
         blocks.setdefault(node.cid, bytes(node.block))
+    for content_cid in AttachedFile.objects.filter(user=user).values_list("content_cid", flat=True).distinct():
+        blocks.setdefault(content_cid, blob_read(content_cid))  # a file's bytes: a raw block
     records: dict[str, list[Link]] = {}
     for name, model in RECORDS:
         links = []
@@ -165,9 +172,14 @@ def _read(source: BinaryIO) -> tuple[dict[str, Any], dict[str, bytes], dict[str,
     decoded = {}
     for cid, block in archive.blocks.items():
         try:
+            if cid_parse(cid).codec == CODEC_RAW:  # a file's bytes: checked, not decoded
+                block_verify(cid=cid, block=block)
+                continue
             decoded[cid] = node_verify(cid=cid, block=block)
-        except BlockError as error:
+        except (BlockError, NodeError) as error:
             raise MemoryInputError(f"The archive is refused, nothing was imported: {error}") from None
+    if archive.roots[0] not in decoded:
+        raise MemoryInputError("Not a MemoryOS memory export: its root is a file's bytes, not a node.")
     root = decoded[archive.roots[0]]
     if root.kind != ROOT_KIND or not isinstance(root.data, dict) or root.data.get("format") != FORMAT:
         raise MemoryInputError(f"Not a MemoryOS memory export: its root is a {root.kind!r} node.")
@@ -200,10 +212,15 @@ def _remap(data: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _import_rows(user, root: dict, decoded: dict, ids: dict[str, str], summary: Summary) -> None:
+def _import_rows(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, str], summary: Summary) -> None:
     records = root.get("records") or {}
     plain = {name: [_record(decoded, link, name) for link in records.get(name) or []] for name, _ in RECORDS}
-    for name in ("sona", "segment", "page", "fact", "agent_trait"):
+    for data in plain["file"]:  # every file's bytes are in the archive (checked against their CID above)
+        if data.get("content_cid") not in blocks:
+            raise MemoryInputError(f"The export's file {data.get('name')!r} names bytes the archive does not hold: "
+                                   f"{data.get('content_cid')!r}.")
+        blob_put(data["content_cid"], blocks[data["content_cid"]])
+    for name in ("sona", "segment", "page", "file", "fact", "agent_trait"):
         for data in plain[name]:
             ids[str(data["id"])] = str(uuid.uuid4())
     existing_sonas = {sona.name: sona for sona in Sona.objects.filter(user=user)}
@@ -216,7 +233,7 @@ def _import_rows(user, root: dict, decoded: dict, ids: dict[str, str], summary: 
         values["is_default"] = bool(values.get("is_default")) and not has_default
         Sona.objects.create(user=user, **values)
     previous: dict[str, str] = {}
-    for name, model in RECORDS[1:6]:
+    for name, model in ROW_RECORDS:
         rows = []
         for data in plain[name]:
             values = _values(model, _remap(data, ids))
@@ -295,7 +312,7 @@ def _import_annotations(user, root: dict, nodes: list[MemoryNode], ids: dict[str
          for number, sona_id, via in root.get("sonas") or []
          if isinstance(number, int) and 0 <= number < len(nodes) and str(sona_id) in ids], ignore_conflicts=True)
     for page in DialoguePage.objects.filter(user=user, status=PageStatus.COMPLETE).order_by("pk"):
-        fulltext_page_put(page=page, text=page_text(page.query, page.response, page.reply_model))
+        fulltext_page_put(page=page, text=page_row_text(page))
 
 
 def memory_import(*, user, source: BinaryIO) -> Summary:
@@ -309,7 +326,7 @@ def memory_import(*, user, source: BinaryIO) -> Summary:
             raise MemoryInputError(f"{user.get_username()} already has memories; import into a user without any.")
         ids: dict[str, str] = {}
         try:
-            _import_rows(user, root, decoded, ids, summary)
+            _import_rows(user, root, blocks, decoded, ids, summary)
         except (KeyError, TypeError, ValueError) as error:
             raise MemoryInputError(f"The export's records cannot be imported: {error!r}") from None
         _import_graph(user, root, blocks, decoded, ids, summary)

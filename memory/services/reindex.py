@@ -19,7 +19,7 @@ from memory.models import DialoguePage, PageStatus, Recollection, Segment, Tier,
 from memory.recall.turn_facts import turn_facts
 from memory.services.exocortex import recollection_point
 from memory.services.memoria import fulltext_page_put
-from memory.services.pages import page_point, page_text
+from memory.services.pages import page_point, page_row_text
 from memory.services.segments import segment_point
 from memory.services.utterances import index_turns
 from persona.models import AgentTrait, KnowledgeFact
@@ -42,7 +42,7 @@ def _batches(rows: Iterable, size: int = BATCH) -> Iterator[list]:
 def _page_points(batch: list[DialoguePage]) -> list[VectorPoint]:
     missing = [p for p in batch if not p.embedding]
     if missing:
-        vectors = configured.embedder().embed([page_text(p.query, p.response, p.reply_model) for p in missing])
+        vectors = configured.embedder().embed([page_row_text(p) for p in missing])
         for page, vector in zip(missing, vectors, strict=True):
             page.embedding = vector_to_bytes(vector)
             page.save(update_fields=["embedding"])
@@ -98,7 +98,7 @@ def fulltext_rebuild() -> int:
                                                                                "reply_model").order_by("pk"))
         for batch in _batches(pages.iterator(chunk_size=BATCH)):
             for page in batch:
-                fulltext_page_put(page=page, text=page_text(page.query, page.response, page.reply_model))
+                fulltext_page_put(page=page, text=page_row_text(page))
             done += len(batch)
     return done
 

@@ -20,6 +20,7 @@ from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.models import OFFLINE_MODEL_NAME, DialoguePage, LifecycleEvent, Sona
 from memory.services.events import event_record
+from memory.services.files import attachment_prompt_text, files_for_turn
 from memory.services.maintenance import maintenance_schedule
 from memory.services.memoria import memoria_after_reply_schedule
 from memory.services.pages import page_reply_store, page_start
@@ -116,23 +117,26 @@ def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str) -> 
 
 def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
              on_token: Callable[[str], None] | None = None,
-             on_stored: Callable[[DialoguePage], None] | None = None) -> TurnResult:
+             on_stored: Callable[[DialoguePage], None] | None = None,
+             files: Sequence[str] = ()) -> TurnResult:
     """A whole turn. The message is stored first; nothing after that can lose it.
 
-    `policy` names the recall policy (default: the sona's, else the setting's); an unknown one
-    is refused before anything is stored. `on_stored` is called with the pending page as soon as
-    the message is stored.
+    `policy` names the recall policy (default: the sona's, else the setting's); `files` the content
+    ids of files the user uploaded for this turn (memory/services/files.py). An unknown policy or
+    file is refused before anything is stored. `on_stored` is called with the pending page as soon
+    as the message is stored.
     """
     sona = sona or sona_get_or_create(user=user)
     policy = policy_choose(requested=policy, sona=sona)
-    page = page_start(user=user, query=message, sona=sona)
+    attached = files_for_turn(user=user, cids=files)
+    page = page_start(user=user, query=message, sona=sona, files=attached)
     if on_stored is not None:
         on_stored(page)
     recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy)
     system = SYSTEM_PROMPT.format(sona=sona.name)
     if sona.profile:
         system += f"\nYour persona: {sona.profile}"
-    prompt = assemble_prompt(query=page.query, items=recall.items, system=system,
+    prompt = assemble_prompt(query=page.query + attachment_prompt_text(attached), items=recall.items, system=system,
                              budget_tokens=memory_params().prompt_token_budget)
     trace_record_prompt(recall=recall, prompt=prompt)
     reply, model_name, reason = generate_reply(query=page.query, recall=recall, prompt=prompt, user=user,

@@ -48,7 +48,8 @@ def turn_point_ids(page: DialoguePage) -> list[str]:
 
 
 def page_utterances(page: DialoguePage) -> list[dict]:
-    """Stored utterances, or the user's query and the reply of a live page.
+    """Stored utterances, or the user's query (and the text of the files it carried) and the reply
+    of a live page.
 
     An offline reply only restates memory, so it is not indexed as something that was said.
     """
@@ -56,6 +57,8 @@ def page_utterances(page: DialoguePage) -> list[dict]:
         return page.utterances
     user_name = getattr(getattr(page.user, "persona_profile", None), "name", "") or page.user.get_username()
     said = [{"id": "", "speaker": user_name, "text": page.query}]
+    if page.attachment_text:  # the files came with the user's message: theirs to have said
+        said.append({"id": "", "speaker": user_name, "text": f"(attached) {page.attachment_text}"})
     if page.response and page.reply_model != OFFLINE_MODEL_NAME:
         said.append({"id": "", "speaker": page.sona.name if page.sona else "assistant", "text": page.response})
     return said

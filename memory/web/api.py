@@ -10,6 +10,7 @@ from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 from ninja import Router
 
+from memory import selectors
 from memory.selectors import memory_stats, sona_named
 from memory.services.common import MemoryInputError
 from memory.services.turns import TurnResult, turn_run
@@ -33,6 +34,16 @@ class RateLimited(ApiError):
         self.wait = wait
 
 
+PREVIEW_CHARS = 500
+
+
+def file_out(row) -> dict[str, Any]:
+    """A file as the API shows it (files routes, and a turn's files)."""
+    return {"cid": row.content_cid, "node_cid": row.cid, "name": row.name, "media_type": row.media_type,
+            "size": row.size, "page_id": str(row.page_id) if row.page_id else None, "created_at": row.created_at,
+            "extraction": row.extraction, "text_chars": len(row.text), "text_preview": row.text[:PREVIEW_CHARS]}
+
+
 def turn_out(result: TurnResult) -> dict[str, Any]:
     return TurnOut(
         page_id=str(result.page.id), reply=result.reply, model=result.page.reply_model,
@@ -41,6 +52,7 @@ def turn_out(result: TurnResult) -> dict[str, Any]:
         prompt_tokens=result.prompt.tokens, policy=result.recall.policy,
         recalled=[{"kind": i.kind, "ref": i.ref, "text": i.text, "score": i.score,
                    "breakdown": dict(i.breakdown)} for i in result.prompt.included],
+        files=[file_out(row) for row in selectors.attached_files(user=result.page.user, page_id=result.page.id)],
     ).dict()
 
 
@@ -68,7 +80,8 @@ def post_turn(request, payload: TurnIn, stream: bool = False, user: str | None =
         raise RateLimited(wait)
     sona = _sona(caller.user, payload)
     if not stream:
-        return turn_out(turn_run(user=caller.user, message=payload.message, sona=sona, policy=payload.policy))
+        return turn_out(turn_run(user=caller.user, message=payload.message, sona=sona, policy=payload.policy,
+                                 files=payload.files))
     return StreamingHttpResponse(_turn_events(caller.user, payload, sona), content_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
@@ -84,7 +97,7 @@ def _turn_events(user, payload: TurnIn, sona) -> Iterator[str]:
     def run() -> None:
         close_old_connections()
         try:
-            result = turn_run(user=user, message=payload.message, sona=sona, policy=payload.policy,
+            result = turn_run(user=user, message=payload.message, sona=sona, policy=payload.policy, files=payload.files,
                               on_stored=lambda page: events.put(("stored", {"page_id": str(page.id)})),
                               on_token=lambda token: events.put(("token", token)))
             events.put(("done", turn_out(result)))

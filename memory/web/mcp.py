@@ -1,8 +1,9 @@
 """The MCP server (Memoria's endpoints, the `mcp` package): tools `recall(prompt, sona, policy)`,
-`add_memory(text, sona, dependencies)` and `get_memory(cid)`, and each memory as a resource
-`memory://{cid}`. Every call is about one user's memory: over HTTP (`/mcp` in the ASGI app) the
-user of the API token in `Authorization: Bearer ...`, checked on every request and again by every
-tool; over stdio (`manage.py mcp --user NAME`) the user the command was started for.
+`add_memory(text, sona, dependencies)` and `get_memory(cid)`, each memory as a resource
+`memory://{cid}` and each file attached to a turn as `memory://file/{cid}` (its bytes). Every
+call is about one user's memory: over HTTP (`/mcp` in the ASGI app) the user of the API token in
+`Authorization: Bearer ...`, checked on every request and again by every tool; over stdio
+(`manage.py mcp --user NAME`) the user the command was started for.
 
 Tools only parse, call one service or selector (in a thread: the ORM is synchronous) and return.
 """
@@ -19,13 +20,14 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from memory import selectors
 from memory.engine.ipld import Link, NodeError, node_decode
 from memory.recall.base import UnknownPolicyError
 from memory.services.common import MemoryInputError
+from memory.services.files import file_open
 from memory.services.recall import recall_for_query
 from memory.services.remember import memory_add
 from memory.services.tokens import token_authenticate
@@ -36,7 +38,8 @@ MCP_PATH = "/mcp"
 TOKEN_REQUIRED = "A valid API token is required (Authorization: Bearer ...)."
 INSTRUCTIONS = ("A MemoryOS memory (Memoria's endpoints): `recall` what would be remembered for a prompt in a sona, "
                 "`add_memory` to remember something (optionally depending on memories by content id), "
-                "`get_memory` (or the resource memory://{cid}) to read a memory and its IPLD node by content id.")
+                "`get_memory` (or the resource memory://{cid}) to read a memory and its IPLD node by content id; "
+                "memory://file/{cid} for the bytes of a file attached to a turn.")
 
 UserOf = Callable[[Context], Awaitable[Any]]
 
@@ -94,6 +97,13 @@ def _get(user, cid: str) -> dict[str, Any]:
     return out
 
 
+def _file(user, cid: str) -> bytes:
+    try:
+        return file_open(user=user, cid=cid)[1]
+    except MemoryInputError as error:
+        raise ToolError(str(error)) from None
+
+
 def build_server(*, user_of: UserOf) -> MCPServer:
     """The MCP server; `user_of(ctx)` says whose memory a call is about (or raises ToolError)."""
     server = MCPServer(name="memoryos", instructions=INSTRUCTIONS)
@@ -119,7 +129,20 @@ def build_server(*, user_of: UserOf) -> MCPServer:
     @server.resource("memory://{cid}", mime_type="application/json")
     async def memory_resource(cid: str, ctx: Context) -> str:
         """A memory by content id, as `get_memory` returns it."""
-        return json.dumps(await sync_to_async(_get)(await user_of(ctx), cid))
+        user = await user_of(ctx)
+        try:
+            return json.dumps(await sync_to_async(_get)(user, cid))
+        except ToolError as error:  # a resource's refusal reaches the client as one, not as a crash
+            raise ResourceError(str(error)) from None
+
+    @server.resource("memory://file/{cid}", mime_type="application/octet-stream")
+    async def file_resource(cid: str, ctx: Context) -> bytes:
+        """A file attached to a turn, by content id (of its bytes or of its node): the bytes."""
+        user = await user_of(ctx)
+        try:
+            return await sync_to_async(_file)(user, cid)
+        except ToolError as error:
+            raise ResourceError(str(error)) from None
 
     return server
 

@@ -16,6 +16,8 @@ class TurnIn(Schema):
     create_sona: bool = False
     sona_profile: str = Field("", max_length=SONA_PROFILE_MAX_CHARS)
     policy: str | None = None  # a recall policy by name; default: the sona's, else the server's
+    # Content ids of files uploaded to /api/memory/files for this turn to carry.
+    files: list[str] = Field(default_factory=list, max_length=20)
 
 
 class RecalledOut(Schema):
@@ -24,6 +26,21 @@ class RecalledOut(Schema):
     text: str
     score: float
     breakdown: dict
+
+
+class FileOut(Schema):
+    """A file uploaded for a turn; `cid` names its bytes (CIDv1, raw codec), `node_cid` its graph node."""
+
+    cid: str
+    node_cid: str
+    name: str
+    media_type: str
+    size: int
+    page_id: str | None = None  # the turn that carries it; none yet after an upload
+    created_at: datetime
+    extraction: str
+    text_chars: int
+    text_preview: str
 
 
 class TurnOut(Schema):
@@ -36,6 +53,7 @@ class TurnOut(Schema):
     prompt_tokens: int
     policy: str
     recalled: list[RecalledOut]
+    files: list[FileOut] = []  # the files the turn carries
 
 
 class StatsOut(Schema):
@@ -114,6 +132,7 @@ class BlastRadiusOut(Schema):
     traits_removed: list[dict]
     traits_rescored: list[dict]
     recollections_removed: list[dict] = []
+    files_removed: list[dict] = []
     traces: int
     final: bool
     deleted: bool

@@ -4,6 +4,7 @@ stdio from `manage.py mcp` in a subprocess."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -23,6 +24,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from memory.engine.ipld import node_verify
 from memory.models import MemoryNode
+from memory.services.files import file_upload
 from memory.services.remember import memory_add
 from memory.services.tokens import token_create
 
@@ -114,6 +116,28 @@ def test_tools_over_http_act_for_the_token_s_user_only(make_user, server_url):
     assert bob_sees.is_error
     assert "cello" not in json.dumps(bob_recall.structured_content["items"])
     assert "4417" in json.dumps(bob_recall.structured_content["items"])
+
+
+def test_a_file_resource_gives_its_bytes_to_its_owner_only(make_user, server_url):
+    alice, bob = make_user("alice"), make_user("bob")
+    _, alice_token = token_create(user=alice, name="mcp")
+    _, bob_token = token_create(user=bob, name="mcp")
+    report = file_upload(user=alice, name="report.txt", data=b"Revenue grew by 12 percent.")
+
+    by_content, by_node = calls(server_url, alice_token, ("read", {"uri": f"memory://file/{report.content_cid}"}),
+                                ("read", {"uri": f"memory://file/{report.cid}"}))
+    for read in (by_content, by_node):
+        assert base64.b64decode(read.contents[0].blob) == b"Revenue grew by 12 percent."
+
+    async def bob_reads() -> str:
+        async with http_client(server_url, bob_token) as client:
+            try:
+                await client.read_resource(f"memory://file/{report.content_cid}")
+            except Exception as error:  # the client's McpError: the server's refusal
+                return str(error)
+        return "read"
+
+    assert "No file with content id" in anyio.run(bob_reads)
 
 
 def test_http_without_a_valid_token_is_refused_before_mcp(make_user, server_url):

@@ -1,0 +1,94 @@
+"""The files routes of the REST API: upload (multipart) with a session or a token, a turn that names
+its files by content id, the bytes read back as a download by their owner only, limits and
+refusals with the API's error shape and nothing stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from memory.models import AttachedFile, DialoguePage
+from memory.services.tokens import token_create
+from memory.web.rate_limit import rate_limits_reset
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+NOTES = b"The ferry to Hvar leaves Split at 07:45; the key box code is 5521."
+
+
+@pytest.fixture
+def clients(make_user, settings):
+    settings.MEMORYOS_CHAT = {**settings.MEMORYOS_CHAT, "RATE_REDIS_URL": ""}
+    rate_limits_reset()
+    ana, bob = make_user("ana"), make_user("bob")
+    ana_client, bob_client = Client(), Client()
+    ana_client.force_login(ana)
+    bob_client.force_login(bob)
+    yield ana, ana_client, bob, bob_client
+    rate_limits_reset()
+
+
+def upload(client, name: str, data: bytes, content_type: str = "text/plain", **extra):
+    return client.post("/api/memory/files", {"file": SimpleUploadedFile(name, data, content_type=content_type)},
+                       **extra)
+
+
+def test_an_uploaded_file_rides_a_turn_and_only_its_owner_reads_it_back(clients):
+    ana, ana_client, bob, bob_client = clients
+    uploaded = upload(ana_client, "trip notes.txt", NOTES)
+    assert uploaded.status_code == 200, uploaded.content
+    meta = uploaded.json()
+    assert meta["name"] == "trip notes.txt" and meta["media_type"] == "text/plain" and meta["page_id"] is None
+    assert meta["size"] == len(NOTES) and meta["text_preview"] == NOTES.decode() and meta["cid"].startswith("bafkrei")
+
+    turn = ana_client.post("/api/memory/turns", json.dumps({"message": "My trip notes.", "files": [meta["cid"]]}),
+                           content_type="application/json")
+    assert turn.status_code == 200, turn.content
+    body = turn.json()
+    assert [f["cid"] for f in body["files"]] == [meta["cid"]] and body["files"][0]["page_id"] == body["page_id"]
+
+    content = ana_client.get(f"/api/memory/files/{meta['cid']}/content")
+    assert content.status_code == 200 and content.content == NOTES
+    assert content["Content-Type"] == "text/plain" and content["X-Content-Type-Options"] == "nosniff"
+    assert content["Content-Disposition"] == "attachment; filename*=UTF-8''trip%20notes.txt"
+    listed = ana_client.get("/api/memory/files").json()
+    assert listed["count"] == 1 and listed["items"][0]["page_id"] == body["page_id"]
+    # Bob learns nothing of it, by either of its ids, and has no files
+    for path in (f"/api/memory/files/{meta['cid']}", f"/api/memory/files/{meta['cid']}/content",
+                 f"/api/memory/files/{meta['node_cid']}"):
+        refused = bob_client.get(path)
+        assert refused.status_code == 404 and refused.json()["code"] == "not_found"
+    assert bob_client.get("/api/memory/files").json()["count"] == 0
+    attached = ana_client.delete(f"/api/memory/files/{meta['cid']}")
+    assert attached.status_code == 400 and "delete that page" in attached.json()["message"]
+
+
+def test_a_token_uploads_and_a_pending_upload_can_be_deleted(clients):
+    ana = clients[0]
+    _, token = token_create(user=ana, name="files")
+    client = Client(headers={"Authorization": f"Bearer {token}"})
+    meta = upload(client, "plan.md", b"# Plan\nBake rye bread on Sunday.", content_type="text/markdown").json()
+    assert meta["media_type"] == "text/markdown"
+    deleted = client.delete(f"/api/memory/files/{meta['cid']}")
+    assert deleted.status_code == 200 and not AttachedFile.objects.filter(user=ana).exists()
+    assert client.get(f"/api/memory/files/{meta['cid']}").status_code == 404
+
+
+def test_refusals_say_why_and_store_nothing(clients, settings):
+    ana, ana_client, _bob, bob_client = clients
+    settings.MEMORYOS = {**settings.MEMORYOS, "MAX_FILE_BYTES": 100}
+    too_big = upload(ana_client, "big.txt", b"x" * 101)
+    assert too_big.status_code == 400 and too_big.json()["message"] == \
+        "big.txt is 101 bytes; a file may be at most 100 bytes."
+    binary = upload(ana_client, "tool.exe", b"MZ\x90\x00\x03\x00\xff\xfe", content_type="application/octet-stream")
+    assert binary.status_code == 400 and "Only text (UTF-8), PDF and images" in binary.json()["message"]
+    over_body = ana_client.post("/api/memory/files", b"x", content_type="multipart/form-data; boundary=b",
+                                CONTENT_LENGTH=str(settings.MEMORYOS_API["MAX_BODY_BYTES"] + 101))
+    assert over_body.status_code == 413 and over_body.json()["code"] == "body_too_large"
+    bobs = upload(bob_client, "bob.txt", b"Bob's locker code is 4417.").json()
+    turn = ana_client.post("/api/memory/turns", json.dumps({"message": "Read this.", "files": [bobs["cid"]]}),
+                           content_type="application/json")
+    assert turn.status_code == 400 and "No uploaded file with content id" in turn.json()["message"]
+    assert not AttachedFile.objects.filter(user=ana).exists() and not DialoguePage.objects.filter(user=ana).exists()
