@@ -31,7 +31,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from memory.adapters.configured import adapters_state, adapters_wait_ready
-from memory.selectors import sona_for_user
+from memory.selectors import attached_files, sona_for_user
 from memory.services.common import MemoryInputError
 from memory.services.pages import validate_message
 from memory.services.turns import turn_run
@@ -84,10 +84,12 @@ async def turns_drain(timeout: float | None = None) -> None:
         await asyncio.wait(tasks, timeout=timeout)
 
 
-def turn_start(*, user_id: int, sona_id: str | None, message: str, turn_id: str) -> asyncio.Task:
+def turn_start(*, user_id: int, sona_id: str | None, message: str, turn_id: str,
+               files: list[str] | None = None) -> asyncio.Task:
     """Run a turn in the background; it outlives the socket that asked for it."""
     turns = _loop_turns()
-    task = asyncio.create_task(_turn(user_id=user_id, sona_id=sona_id, message=message, turn_id=turn_id))
+    task = asyncio.create_task(_turn(user_id=user_id, sona_id=sona_id, message=message, turn_id=turn_id,
+                                     files=files or []))
     turns.tasks.add(task)
     task.add_done_callback(turns.tasks.discard)
     return task
@@ -101,7 +103,7 @@ async def broadcast(user_id: int, frame: dict[str, Any]) -> None:
         log.exception("event=chat_broadcast_failed user=%s frame=%s", user_id, frame.get("type"))
 
 
-async def _turn(*, user_id: int, sona_id: str | None, message: str, turn_id: str) -> None:
+async def _turn(*, user_id: int, sona_id: str | None, message: str, turn_id: str, files: list[str]) -> None:
     turns = _loop_turns()
     lock = turns.locks.setdefault(user_id, asyncio.Lock())
     async with lock:  # a user's turns run one after another, each recalling the one before
@@ -112,7 +114,7 @@ async def _turn(*, user_id: int, sona_id: str | None, message: str, turn_id: str
         pump = asyncio.create_task(_pump(user_id, turn_id, queue))
         run = database_sync_to_async(_turn_sync, thread_sensitive=False, executor=_turn_executor())
         try:
-            frame = await run(user_id=user_id, sona_id=sona_id, message=message,
+            frame = await run(user_id=user_id, sona_id=sona_id, message=message, files=files,
                               on_token=_threadsafe_put(asyncio.get_running_loop(), queue))
             frame["turn_id"] = turn_id
         except MemoryInputError as exc:
@@ -149,18 +151,21 @@ async def _pump(user_id: int, turn_id: str, queue: asyncio.Queue) -> None:
             return
 
 
-def _turn_sync(*, user_id: int, sona_id: str | None, message: str,
+def _turn_sync(*, user_id: int, sona_id: str | None, message: str, files: list[str],
                on_token: Callable[[str], None]) -> dict[str, Any]:
     """The turn itself, in a worker thread; returns the final frame."""
     user = get_user_model().objects.get(pk=user_id)  # fresh: the profile may have changed
     sona = (sona_for_user(user=user, sona_id=sona_id) if sona_id else None) or sona_get_or_create(user=user)
-    result = turn_run(user=user, message=message, sona=sona, on_token=on_token)
+    result = turn_run(user=user, message=message, sona=sona, on_token=on_token, files=files)
     page = result.page
     return {
         "type": "turn.done", "page_id": str(page.id), "seq": page.seq, "reply": result.reply,
         "model": page.reply_model, "offline": result.offline, "sona": sona.name,
         "fallback": bool(result.fallback_reason), "recalled": len(result.prompt.included),
         "recall_url": reverse("turn_recall", args=[page.id]),
+        "files": [{"name": f.name, "cid": f.content_cid, "media_type": f.media_type, "size": f.size,
+                   "url": reverse("api-1:get_file_content", args=[f.content_cid])}
+                  for f in attached_files(user=user, page_id=page.id)],
     }
 
 
@@ -248,6 +253,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except MemoryInputError as exc:
             await self.send_error("invalid", str(exc))
             return
+        files = content.get("files") or []
+        if not isinstance(files, list) or len(files) > settings.MEMORYOS["MAX_FILES_PER_TURN"] \
+                or not all(isinstance(cid, str) and 0 < len(cid) <= 100 for cid in files):
+            await self.send_error("invalid", f"Attach at most {settings.MEMORYOS['MAX_FILES_PER_TURN']} files, "
+                                             "each named by the content id its upload returned.")
+            return
         sona_id = content.get("sona") or None
         sona_name = await self._sona_name(sona_id)
         if sona_name is None:
@@ -256,7 +267,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         turn_id = uuid.uuid4().hex
         await broadcast(self.user_id, {"type": "turn.user", "turn_id": turn_id, "text": text,
                                        "sona": sona_name})
-        turn_start(user_id=self.user_id, sona_id=sona_id, message=text, turn_id=turn_id)
+        turn_start(user_id=self.user_id, sona_id=sona_id, message=text, turn_id=turn_id, files=files)
 
     @database_sync_to_async
     def _still_signed_in(self) -> bool:

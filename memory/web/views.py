@@ -48,6 +48,7 @@ def home(request):
         "ask_profile": not profile_exists(user=request.user),
         "profile_form": ProfileForm(),
         "max_chars": settings.MEMORYOS["MAX_MESSAGE_CHARS"], **_persona_context(request),
+        "max_files": settings.MEMORYOS["MAX_FILES_PER_TURN"], "max_file_bytes": settings.MEMORYOS["MAX_FILE_BYTES"],
     }
     return render(request, "memory/home.html", context)
 

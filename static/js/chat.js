@@ -19,6 +19,12 @@
   let everOpened = false;
   let alertTimer = null;
   let lastSent = null; // given back to the composer if the server refuses it
+  let lastFiles = []; // likewise the files it carried
+  const attachInput = document.getElementById("attach");
+  const pendingList = document.getElementById("pending-files");
+  const maxFiles = Number(form.dataset.maxFiles || 5);
+  const maxFileBytes = Number(form.dataset.maxFileBytes || 10485760);
+  const pending = []; // {name, cid, state: "uploading" | "ready" | "failed", li}
 
   // --- connection -------------------------------------------------------------------------
   function setConnection(state, label) {
@@ -138,11 +144,28 @@
     article.dataset.pageId = frame.page_id;
     article.dataset.seq = frame.seq;
     article.querySelector(".offline-tag")?.toggleAttribute("hidden", !frame.offline);
+    if (frame.files?.length && !article.querySelector(".attached")) article.querySelector(".msg.user").after(attachedList(frame.files));
     if (!article.querySelector("details.recall")) article.querySelector(".body").append(recallToggle(frame.recall_url));
     keepOrder(article);
     live.delete(frame.turn_id);
     document.body.dispatchEvent(new CustomEvent("turn-done", { bubbles: true }));
     scrollToEnd(stick);
+  }
+
+  function attachedList(files) {
+    const list = document.createElement("ul");
+    list.className = "attached";
+    for (const file of files) {
+      const link = document.createElement("a");
+      link.href = file.url;
+      link.download = "";
+      link.title = `${file.media_type}, ${file.size} bytes`;
+      link.textContent = file.name;
+      const item = document.createElement("li");
+      item.append(link);
+      list.append(item);
+    }
+    return list;
   }
 
   function recallToggle(url) {
@@ -199,7 +222,7 @@
         break;
       case "models.ready": showModels(frame.models); break;
       case "turn.user":
-        if (frame.text === lastSent) lastSent = null;
+        if (frame.text === lastSent) { lastSent = null; lastFiles = []; }
         newTurn(frame.turn_id, frame.text, frame.sona);
         break;
       case "turn.started": startTurn(frame); break;
@@ -209,7 +232,9 @@
       case "error":
         showAlert(frame.error, frame.code === "rate_limited" ? "info" : "");
         if (lastSent && !input.value) { input.value = lastSent; updateCounter(); }
+        if (lastFiles.length && !pending.length) lastFiles.forEach((entry) => addPending(entry));
         lastSent = null;
+        lastFiles = [];
         break;
       default: break;
     }
@@ -225,20 +250,92 @@
     const length = input.value.trim().length;
     counter.textContent = length > maxChars * 0.8 ? `${length} / ${maxChars}` : "";
     counter.classList.toggle("over", length > maxChars);
-    sendButton.disabled = length > maxChars;
+    sendButton.disabled = length > maxChars || pending.some((entry) => entry.state === "uploading");
     input.style.height = "auto";
     input.style.height = `${Math.min(input.scrollHeight + 2, 200)}px`;
   }
 
+  // --- attaching files: each is uploaded as soon as it is picked; the message names them by content id
+  function csrfToken() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || ""; } catch { return ""; }
+  }
+
+  function renderPending() {
+    pendingList.hidden = pending.length === 0;
+    sendButton.disabled = pending.some((entry) => entry.state === "uploading") || input.value.trim().length > maxChars;
+  }
+
+  function addPending(entry) {
+    const li = document.createElement("li");
+    li.dataset.state = entry.state;
+    const label = document.createElement("span");
+    label.textContent = entry.state === "uploading" ? `${entry.name} (uploading…)` : entry.name;
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "×";
+    remove.setAttribute("aria-label", `Remove ${entry.name}`);
+    remove.addEventListener("click", () => {
+      pending.splice(pending.indexOf(entry), 1);
+      li.remove();
+      renderPending();
+    });
+    li.append(label, remove);
+    entry.li = li;
+    pendingList.append(li);
+    if (!pending.includes(entry)) pending.push(entry);
+    renderPending();
+    return entry;
+  }
+
+  async function upload(file) {
+    const entry = addPending({ name: file.name, cid: null, state: "uploading" });
+    const body = new FormData();
+    body.append("file", file);
+    try {
+      const response = await fetch(form.dataset.uploadUrl, { method: "POST", body, headers: { "X-CSRFToken": csrfToken() },
+                                                             credentials: "same-origin" });
+      const data = await response.json().catch(() => ({}));
+      if (!response.ok) throw new Error(data.message || `${file.name}: the upload failed (${response.status}).`);
+      entry.cid = data.cid;
+      entry.state = "ready";
+      entry.li.dataset.state = "ready";
+      entry.li.querySelector("span").textContent = data.name;
+      entry.li.title = `${data.media_type}, ${data.size} bytes${data.text_chars ? `, ${data.text_chars} characters of text` : ""}`;
+    } catch (error) {
+      entry.state = "failed";
+      entry.li.dataset.state = "failed";
+      entry.li.querySelector("span").textContent = `${file.name}: not attached`;
+      showAlert(error instanceof TypeError ? `${file.name}: the upload failed; check your connection.` : error.message);
+    }
+    renderPending();
+  }
+
+  attachInput?.addEventListener("change", () => {
+    for (const file of attachInput.files) {
+      if (pending.filter((entry) => entry.state !== "failed").length >= maxFiles) {
+        showAlert(`A message carries at most ${maxFiles} files.`);
+        break;
+      }
+      if (file.size > maxFileBytes) { showAlert(`${file.name} is ${file.size} bytes; a file may be at most ${maxFileBytes} bytes.`); continue; }
+      upload(file);
+    }
+    attachInput.value = "";
+  });
+
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = input.value.trim();
-    if (!text) return;
+    if (!text) { if (pending.length) showAlert("Say something about the files you attach."); return; }
     if (text.length > maxChars) { showAlert(`Your message is ${text.length} characters long; the limit is ${maxChars}.`); return; }
+    if (pending.some((entry) => entry.state === "uploading")) { showAlert("Wait until the files are uploaded."); return; }
     if (!socket || socket.readyState !== WebSocket.OPEN) { showAlert("Not connected yet; your message was not sent. Try again in a moment."); return; }
-    socket.send(JSON.stringify({ type: "message", text, sona: currentSona() }));
+    const ready = pending.filter((entry) => entry.state === "ready");
+    socket.send(JSON.stringify({ type: "message", text, sona: currentSona(), files: ready.map((entry) => entry.cid) }));
     lastSent = text;
+    lastFiles = ready.map(({ name, cid, state }) => ({ name, cid, state }));
     input.value = "";
+    pending.splice(0).forEach((entry) => entry.li.remove());
+    renderPending();
     updateCounter();
     alertBox.hidden = true;
   });

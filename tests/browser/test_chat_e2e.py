@@ -157,6 +157,45 @@ def test_errors_are_shown_to_the_person(memoryos_server, browser, artifacts):
     context.close()
 
 
+def test_a_file_attached_in_the_chat_is_uploaded_sent_with_the_message_and_downloadable(memoryos_server, browser,
+                                                                                          artifacts, tmp_path):
+    from playwright.sync_api import expect
+
+    notes = tmp_path / "trip notes.txt"
+    notes.write_text("The ferry to Hvar leaves Split at 07:45; the key box code is 5521.")
+    binary = tmp_path / "tool.exe"
+    binary.write_bytes(b"MZ\x90\x00\x03\x00\xff\xfe")
+    context = browser.new_context(viewport={"width": 1000, "height": 760})
+    page = context.new_page()
+    page.goto(f"{memoryos_server.url}/accounts/signup/")
+    page.fill("#id_username", "kim")
+    page.fill("#id_password1", "a-long-secret-3")
+    page.fill("#id_password2", "a-long-secret-3")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{memoryos_server.url}/")
+    page.click("#profile-card button.ghost")
+    page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
+
+    page.set_input_files("#attach", str(binary))  # refused by the server: said, and not sent
+    expect(page.locator("#chat-alert")).to_contain_text("tool.exe: Only text (UTF-8), PDF and images")
+    expect(page.locator('#pending-files li[data-state="failed"]')).to_have_count(1)
+    page.locator('#pending-files li[data-state="failed"] button').click()
+    page.set_input_files("#attach", str(notes))
+    expect(page.locator('#pending-files li[data-state="ready"]')).to_have_text("trip notes.txt×")
+    page.screenshot(path=artifacts / "chat-file-attached.png")
+    send(page, "Here are my travel notes.", 0)
+    expect(page.locator("#pending-files")).to_be_hidden()
+    link = page.locator(".turn .attached a")
+    expect(link).to_have_text("trip notes.txt")
+    assert page.request.get(memoryos_server.url + link.get_attribute("href")).text() == notes.read_text()
+
+    page.reload()  # the stored turn shows its file too
+    expect(page.locator(".turn .attached a")).to_have_text("trip notes.txt")
+    files = page.request.get(f"{memoryos_server.url}/api/memory/files").json()
+    assert [f["name"] for f in files["items"]] == ["trip notes.txt"] and files["items"][0]["page_id"]
+    context.close()
+
+
 # Finish orders two server processes can produce for two messages: seqs say how they were stored.
 ORDERS = {
     "stored in arrival order, finished in reverse": [("b", 2), ("a", 1)],

@@ -16,6 +16,7 @@ from django.test import Client
 
 from memory.adapters import configured
 from memory.models import DialoguePage, PageStatus, RetrievalTrace, Sona
+from memory.services.files import file_upload
 from memory.web.consumers import turns_drain
 from memory.web.rate_limit import rate_limits_reset
 from tests.conftest import REDIS_HOST, REDIS_PORT, redis_available
@@ -205,6 +206,9 @@ async def test_reply_uses_the_chosen_persona(channel_layer, ana):
     (json.dumps({"type": "message", "text": {"nested": "object"}}), "invalid"),
     (json.dumps({"type": "message", "text": "x" * 5000}), "invalid"),
     (json.dumps({"type": "message", "text": "x" * 20_000}), "too_large"),
+    (json.dumps({"type": "message", "text": "hi", "files": "bafkrei"}), "invalid"),
+    (json.dumps({"type": "message", "text": "hi", "files": [1, 2]}), "invalid"),
+    (json.dumps({"type": "message", "text": "hi", "files": ["x"] * 6}), "invalid"),
     (json.dumps({"type": "message", "text": "hi", "sona": "not-a-uuid"}), "unknown_sona"),
     (json.dumps({"type": "message", "text": "hi", "sona": str(uuid.uuid4())}), "unknown_sona"),
 ])
@@ -221,6 +225,23 @@ async def test_bad_frames_get_an_error_frame_and_the_socket_lives_on(channel_lay
     await tab.send_json_to({"type": "message", "text": "Still there?"})
     frames = await frames_until(tab, final)
     assert frames[-1]["type"] == "turn.done"
+    await tab.disconnect()
+
+
+async def test_a_message_carries_its_uploaded_files_and_not_another_users(channel_layer, ana, ben):
+    user, cookie = ana
+    mine = await database_sync_to_async(file_upload)(user=user, name="notes.txt", data=b"Key box code 5521.")
+    theirs = await database_sync_to_async(file_upload)(user=ben[0], name="bob.txt", data=b"Locker code 4417.")
+    tab = await open_socket(cookie)
+    await tab.send_json_to({"type": "message", "text": "My notes.", "files": [mine.content_cid]})
+    done = (await frames_until(tab, final))[-1]
+    assert done["type"] == "turn.done"
+    assert [(f["name"], f["cid"]) for f in done["files"]] == [("notes.txt", mine.content_cid)]
+    assert done["files"][0]["url"] == f"/api/memory/files/{mine.content_cid}/content"
+    await tab.send_json_to({"type": "message", "text": "Their notes.", "files": [theirs.content_cid]})
+    refused = (await frames_until(tab, final))[-1]
+    assert refused["type"] == "turn.error" and "No uploaded file with content id" in refused["error"]
+    assert [p.query for p in await pages_of(user)] == ["My notes."]
     await tab.disconnect()
 
 
