@@ -15,6 +15,7 @@ from memory.config import memory_params
 from memory.engine.heat import heat_breakdown
 from memory.models import (
     ApiToken,
+    AttachedFile,
     DialoguePage,
     LifecycleEvent,
     MemoryAlias,
@@ -183,6 +184,16 @@ class MemoryAliasAdmin(ReadOnlyAdmin):
     list_display = ("cid", "node", "user", "created_at")
     search_fields = ("cid", "node__cid", "user__username")
     list_select_related = ("node", "user")
+
+
+@admin.register(AttachedFile)
+class AttachedFileAdmin(ReadOnlyAdmin):
+    """A file a turn carries (or an upload waiting for one); it goes with its page's delete."""
+
+    list_display = ("name", "media_type", "size", "user", "page", "content_cid", "created_at")
+    list_filter = ("media_type",)
+    search_fields = ("name", "content_cid", "cid", "user__username")
+    list_select_related = ("user", "page")
 
 
 @admin.register(SonaMembership)

@@ -217,7 +217,7 @@ class GraphEdge:
 
 
 KIND_COLOURS = {"page": "#3f5bd9", "segment": "#8a4fd1", "fact": "#1f8a57", "agent_trait": "#a66300",
-                "user_trait": "#c0392b", "recollection": "#0f7c8c"}
+                "user_trait": "#c0392b", "recollection": "#0f7c8c", "file": "#5d6b82"}
 
 
 def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> str:

@@ -29,6 +29,7 @@ from memory.engine.traits import CATEGORIES, TRAIT_CATALOGUE, TRAITS_BY_KEY
 from memory.inspector import charts
 from memory.inspector.charts import Membership
 from memory.models import (
+    AttachedFile,
     DialoguePage,
     LifecycleEvent,
     MemoryEdge,
@@ -265,7 +266,7 @@ def stm_slots(*, user) -> list[StmSlot]:
     dialogue chain (which may have left STM)."""
     capacity = memory_params().stm_capacity
     pages = list(DialoguePage.objects.filter(user=user, tier=Tier.STM).select_related("previous", "sona")
-                 .order_by("seq"))
+                 .prefetch_related("attachments").order_by("seq"))
     slots = [StmSlot(position=i + 1, page=page, previous=page.previous) for i, page in enumerate(pages)]
     slots += [StmSlot(position=len(slots) + i + 1, page=None) for i in range(max(0, capacity - len(slots)))]
     return slots
@@ -465,7 +466,7 @@ def _memberships(log: list[EventRecord]) -> tuple[list[Membership], dict[str, da
 
 NODE_KINDS = {"page": MemoryNode.Kind.PAGE, "segment": MemoryNode.Kind.SEGMENT, "fact": MemoryNode.Kind.FACT,
               "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "trait": MemoryNode.Kind.USER_TRAIT,
-              "recollection": MemoryNode.Kind.RECOLLECTION}
+              "recollection": MemoryNode.Kind.RECOLLECTION, "file": MemoryNode.Kind.FILE}
 
 
 @dataclass
@@ -546,6 +547,8 @@ def node_labels(*, user, nodes: list[MemoryNode], trait_keys: dict[str, str] | N
                         (Recollection, MemoryNode.Kind.RECOLLECTION)):
         for row in model.objects.filter(user=user, id__in=_uuids(ids.get(kind, []))):
             text[(kind, str(row.id))] = row.text[:80]
+    for row in AttachedFile.objects.filter(user=user, id__in=_uuids(ids.get(MemoryNode.Kind.FILE, []))):
+        text[(MemoryNode.Kind.FILE, str(row.id))] = f"file {row.name} ({row.media_type})"
     trait_of = trait_keys if trait_keys is not None else _trait_evidence_keys(user)
     for object_id in ids.get(MemoryNode.Kind.USER_TRAIT, []):
         key = trait_of.get(object_id)

@@ -144,7 +144,8 @@ def _node_url(username: str, node, trait_key: str | None) -> str:
         return reverse("inspector_segment", args=[username, node.object_id])
     if node.kind == "user_trait":
         return reverse("inspector_trait", args=[username, trait_key]) if trait_key else ""
-    kind = {"page": "page", "fact": "fact", "agent_trait": "agent_trait", "recollection": "recollection"}[node.kind]
+    kind = {"page": "page", "fact": "fact", "agent_trait": "agent_trait", "recollection": "recollection",
+            "file": "file"}[node.kind]
     return reverse("inspector_provenance", args=[username, kind, node.object_id])
 
 

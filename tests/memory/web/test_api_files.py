@@ -11,7 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from memory.models import AttachedFile, DialoguePage
+from memory.services.files import file_upload
 from memory.services.tokens import token_create
+from memory.services.turns import turn_run
 from memory.web.rate_limit import rate_limits_reset
 
 pytestmark = pytest.mark.usefixtures("memory_env")
@@ -63,6 +65,20 @@ def test_an_uploaded_file_rides_a_turn_and_only_its_owner_reads_it_back(clients)
     assert bob_client.get("/api/memory/files").json()["count"] == 0
     attached = ana_client.delete(f"/api/memory/files/{meta['cid']}")
     assert attached.status_code == 400 and "delete that page" in attached.json()["message"]
+
+
+def test_the_inspector_shows_a_turn_s_files_in_stm_and_in_provenance(clients):
+    ana, ana_client, _bob, bob_client = clients
+    notes = file_upload(user=ana, name="trip.txt", data=NOTES)
+    page = turn_run(user=ana, message="My trip notes.", files=[notes.content_cid]).page
+    stm = ana_client.get("/inspector/ana/stm/").content.decode()
+    assert f'href="/api/memory/files/{notes.content_cid}/content?user=ana" download' in stm and ">trip.txt</a>" in stm
+    provenance = ana_client.get(f"/inspector/ana/provenance/page/{page.id}/")
+    assert provenance.status_code == 200
+    assert "file trip.txt (text/plain)" in provenance.content.decode()  # what the page depends on
+    of_file = ana_client.get(f"/inspector/ana/provenance/file/{notes.pk}/")
+    assert of_file.status_code == 200 and "My trip notes." in of_file.content.decode()  # what depends on it
+    assert bob_client.get(f"/inspector/ana/provenance/file/{notes.pk}/").status_code == 404
 
 
 def test_a_token_uploads_and_a_pending_upload_can_be_deleted(clients):
