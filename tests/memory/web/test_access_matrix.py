@@ -16,6 +16,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from memory.models import RetrievalTrace, Segment
+from memory.services.files import file_upload
 from memory.services.tokens import token_create, token_revoke
 from memory.services.turns import turn_run
 from persona.models import KnowledgeFact
@@ -74,6 +75,12 @@ ROUTES: dict[str, list[Route]] = {
     "api/memory/memories/<kind>/<ident>/repress": [
         Route("POST", "/api/memory/memories/page/{page}/repress", API_OWNED, {"value": False})],
     "api/memory/recall": [Route("POST", "/api/memory/recall", API_LIST, {"query": "island"})],
+    "api/memory/files": [Route("GET", "/api/memory/files", API_LIST)],
+    "api/memory/files/<cid>": [Route("GET", "/api/memory/files/{file}", API_OWNED),
+                               # attached to a turn: the owner is told to delete the page instead
+                               Route("DELETE", "/api/memory/files/{file}", {**API_OWNED, "owner": 400,
+                                                                            "owner_token": 400})],
+    "api/memory/files/<cid>/content": [Route("GET", "/api/memory/files/{file}/content", API_OWNED)],
     "api/memory/events": [Route("GET", "/api/memory/events", API_LIST)],
     "api/memory/traces": [Route("GET", "/api/memory/traces", API_LIST)],
     "api/memory/traces/<trace_id>": [Route("GET", "/api/memory/traces/{trace}", API_OWNED)],
@@ -140,8 +147,9 @@ def url_conf_routes() -> set[str]:
 def world(make_user, memory_env):
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}  # a segment forms
     owner = make_user("owner")
-    for text in (f"My island is {SECRET}.", f"I sail to {SECRET} every June."):
-        turn_run(user=owner, message=text)
+    island_map = file_upload(user=owner, name="island.txt", data=f"A map of {SECRET}.".encode())
+    for text, files in ((f"My island is {SECRET}.", [island_map.content_cid]), (f"I sail to {SECRET} every June.", [])):
+        turn_run(user=owner, message=text, files=files)
     page = owner.pages.order_by("seq").first()
     fact = KnowledgeFact.objects.create(user=owner, text=f"User sails to {SECRET}", normalised=f"sails {SECRET}")
     other = make_user("other")
@@ -153,6 +161,7 @@ def world(make_user, memory_env):
     revoked, revoked_text = token_create(user=owner, name="old")
     token_revoke(user=owner, token_id=revoked.id)
     ids = {"owner": owner.username, "page": str(page.id), "fact": str(fact.id), "cid": page.cid,
+           "file": island_map.content_cid,
            "segment": str(Segment.objects.get(user=owner).id),
            "trace": str(RetrievalTrace.objects.filter(user=owner).first().id)}
     sessions = {"owner": owner, "other": other, "staff": staff}
