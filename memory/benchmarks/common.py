@@ -16,6 +16,7 @@ The API, kept small on purpose:
       an embedded shard, so a benchmark never opens the server's), or, when QDRANT_URL is set,
       a throwaway collection on that server, deleted on exit.
     * maintenance runs inline (MAINTENANCE_MODE=sync), so a benchmark measures all of it.
+    * files attached to turns are stored in the run's folder.
 - `progress(total, desc, enabled=True)`, `progress_iter(items, desc, enabled=True)`: tqdm bars
   on stderr, so that stdout stays clean for --json.
 - `timed_ms(call)`: (milliseconds, result) of one call.
@@ -270,12 +271,15 @@ def bench_env(*, isolate_db: bool = True, keep: bool = False) -> Iterator[BenchE
                    vector_location=f"{settings.QDRANT_URL} collection {collection}" if server
                    else str(workdir / "qdrant"))
     overrides = {"QDRANT_PATH": workdir / "qdrant",
-                 "MEMORYOS": {**settings.MEMORYOS, "MAINTENANCE_MODE": "sync"}}
+                 "MEMORYOS": {**settings.MEMORYOS, "MAINTENANCE_MODE": "sync"},
+                 "STORAGES": {**settings.STORAGES, "memory_files": {
+                     "BACKEND": "django.core.files.storage.FileSystemStorage",
+                     "OPTIONS": {"location": str(workdir / "files")}}}}
     if server:
         overrides["QDRANT_COLLECTION"] = collection
     _reset_vectors()
     try:
-        with _settings_override(**overrides):
+        with _settings_override(**overrides), _file_storage_reset():
             with _fresh_database(workdir) if isolate_db else _noop():
                 try:
                     yield env
@@ -295,6 +299,24 @@ def bench_env(*, isolate_db: bool = True, keep: bool = False) -> Iterator[BenchE
 @contextmanager
 def _noop() -> Iterator[None]:
     yield
+
+
+@contextmanager
+def _file_storage_reset() -> Iterator[None]:
+    """Attached files go to the run's folder while it lasts (Django builds storages once, from
+    settings.STORAGES, and keeps them): the handler forgets them on the way in and out."""
+    from django.core.files.storage import storages
+
+    def reset() -> None:
+        storages._backends = None
+        storages._storages = {}
+        storages.__dict__.pop("backends", None)
+
+    reset()
+    try:
+        yield
+    finally:
+        reset()
 
 
 def _drop_server_collection() -> None:

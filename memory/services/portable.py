@@ -5,9 +5,10 @@ Every block of the archive is a Memoria node (engine/ipld.py), so any IPLD tool 
 - the graph's own nodes, byte for byte as stored: {timestamp?, kind, data, dependencies};
 - the bytes of every attached file as a raw block (codec 0x55), which its file node links to
   ("content") and its "file" record names (`content_cid`);
-- one record per row (sona, segment, page, KB fact, agent trait, user trait, profile, the page
-  counter), kind "memoryos/<name>", `data` the row's fields (ids as text, times as ISO 8601,
-  embeddings as base64), a `node` dependency on the row's graph node when it has one;
+- one record per row (sona, segment, page, attached file, KB fact, agent trait, recollection,
+  user trait, profile, the page counter), kind "memoryos/<name>", `data` the row's fields (ids as
+  text, times as ISO 8601, embeddings as base64), a `node` dependency on the row's graph node when
+  it has one;
 - the root, kind "memoryos/export": {format, version, user, exported_at, records: {name: [link]},
   nodes: [[kind, object id, link]], aliases: [[node number, old id]], and Memoria's annotations kept
   beside the nodes, never in them: importance: [[node number, EWMA, ratings]], sonas: [[node number,
@@ -42,6 +43,7 @@ from memory.models import (
     MemoryEdge,
     MemoryNode,
     PageStatus,
+    Recollection,
     Segment,
     Sona,
     SonaMembership,
@@ -60,11 +62,14 @@ ROOT_KIND = "memoryos/export"
 # In the order an import creates them (what a row points at comes first).
 RECORDS: tuple[tuple[str, type[models.Model]], ...] = (
     ("sona", Sona), ("segment", Segment), ("page", DialoguePage), ("file", AttachedFile), ("fact", KnowledgeFact),
-    ("agent_trait", AgentTrait), ("user_trait", UserTrait), ("profile", UserProfile), ("state", UserMemoryState),
+    ("agent_trait", AgentTrait), ("recollection", Recollection), ("user_trait", UserTrait), ("profile", UserProfile),
+    ("state", UserMemoryState),
 )
-ROW_RECORDS = RECORDS[1:7]  # bulk-created with new ids; the sonas, the profile and the counter are merged
+ROW_RECORDS = RECORDS[1:8]  # bulk-created with new ids; the sonas, the profile and the counter are merged
+NEW_IDS = ("sona", "segment", "page", "file", "fact", "agent_trait", "recollection")
 NODE_OF_RECORD = {"segment": MemoryNode.Kind.SEGMENT, "page": MemoryNode.Kind.PAGE, "fact": MemoryNode.Kind.FACT,
-                  "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "file": MemoryNode.Kind.FILE}
+                  "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "file": MemoryNode.Kind.FILE,
+                  "recollection": MemoryNode.Kind.RECOLLECTION}
 ID_FIELDS = {"id", "sona_id", "segment_id", "previous_id", "chain_id", "page_id"}
 
 
@@ -204,6 +209,8 @@ def _remap(data: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     for name in ID_FIELDS & set(out):
         if out[name] is not None:  # a row without a new id (a user trait's number) gets one on insert
             out[name] = ids.get(str(out[name]))
+    if "members" in out:  # a recollection's pages
+        out["members"] = [ids.get(str(page), str(page)) for page in out["members"] or []]
     if "source_page_ids" in out:
         out["source_page_ids"] = [ids.get(str(page), str(page)) for page in out["source_page_ids"] or []]
     if "evidence" in out:
@@ -220,7 +227,7 @@ def _import_rows(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, s
             raise MemoryInputError(f"The export's file {data.get('name')!r} names bytes the archive does not hold: "
                                    f"{data.get('content_cid')!r}.")
         blob_put(data["content_cid"], blocks[data["content_cid"]])
-    for name in ("sona", "segment", "page", "file", "fact", "agent_trait"):
+    for name in NEW_IDS:
         for data in plain[name]:
             ids[str(data["id"])] = str(uuid.uuid4())
     existing_sonas = {sona.name: sona for sona in Sona.objects.filter(user=user)}

@@ -130,8 +130,8 @@ def vectors_optimize() -> OptimizeReport | None:
 
 
 def reindex_user(*, user_id: int) -> dict[str, int]:
-    """Upsert one user's points (pages, segments, KB facts, agent traits, utterances), as
-    reindex_all does for everyone; after an import, say. Repressed memories stay out."""
+    """Upsert one user's points (pages, segments, KB facts, agent traits, recollections, utterances),
+    as reindex_all does for everyone; after an import, say. Repressed memories stay out."""
     index = configured.vector_index()
     pages = (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, repressed=False)
              .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True).order_by("pk"))
@@ -141,6 +141,8 @@ def reindex_user(*, user_id: int) -> dict[str, int]:
          .order_by("pk"), lambda b: [segment_point(s) for s in b]),
         ("kb", KnowledgeFact.objects.filter(user_id=user_id, repressed=False).order_by("pk"), _lpm_points),
         ("agent_trait", AgentTrait.objects.filter(user_id=user_id, repressed=False).order_by("pk"), _lpm_points),
+        ("recollection", Recollection.objects.filter(user_id=user_id, repressed=False).exclude(embedding=b"")
+         .order_by("pk"), lambda b: [recollection_point(r, bytes_to_vector(r.embedding)) for r in b]),
     ]
     counts = {}
     for kind, queryset, to_points in sources:

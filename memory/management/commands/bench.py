@@ -1,4 +1,5 @@
-"""`manage.py bench {retrieval,scale,qa,answer,ws,embed,inspector,memoria} [...]`: the benchmarks (tables or --json).
+"""`manage.py bench {retrieval,scale,qa,answer,ws,embed,inspector,memoria,files} [...]`: the benchmarks
+(tables or --json).
 
 Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
 `run(options, stdout) -> dict` and `render(result) -> str`. Modules are imported when their
@@ -25,6 +26,7 @@ BENCHMARKS = {
     "embed": "query embedding latency by encoder thread setting, quiet and beside a busy core",
     "inspector": "the memory inspector's pages and figures at 10,000 pages, and replay steps",
     "memoria": "Memoria's pure core: CIDs, block verification, CAR archives, rank and budgeted expansion",
+    "files": "files attached to turns: reading text, PDF and images, and a turn carrying one against a turn without",
 }
 
 

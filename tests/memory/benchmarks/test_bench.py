@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from memory.adapters import configured
-from memory.benchmarks import common, inspector, qa
+from memory.benchmarks import common, files, inspector, qa
 from memory.management.commands import bench
 from memory.management.commands.bench import BenchmarkUnavailable, load
 from memory.models import DialoguePage
@@ -346,3 +346,20 @@ def test_the_busy_core_is_a_running_child_stopped_after_the_block():
             ticks_after = sum(int(v) for v in stat.read().split()[13:15])
         assert ticks_after > ticks_before  # it uses CPU, not sleeping
     assert child.poll() is not None
+
+
+def test_files_reads_each_kind_and_times_turns_against_a_turn_without_files(memory_env, tmp_path):
+    from django.core.files.storage import storages
+
+    before = storages["memory_files"].location
+    result = run_json("files", "--turns", "2", "--repeat", "2", "--text-kb", "4", "--pdf-pages", "3")
+    reads = result["reads"]
+    assert reads["pdf"]["media_type"] == "application/pdf" and reads["pdf"]["extraction"] == "pdf: 3 pages"
+    assert reads["pdf"]["text_chars"] > 3 * 40 * 50  # forty sentences a page, each over fifty characters
+    assert reads["text"]["bytes"] == 4096 and reads["image"]["extraction"] == "image 1024x768, no text"
+    turns = result["turns"]
+    assert set(turns) == {"none", "text", "pdf", "image"} and all(t["n"] == 2 for t in turns.values())
+    assert turns["none"]["upload"] is None and turns["pdf"]["upload"]["n"] == 2
+    assert "p50 / no file" in files.render(result)
+    assert storages["memory_files"].location == before  # the run's files went to its own folder
+    assert not get_user_model().objects.filter(pages__isnull=False).exists()

@@ -4,12 +4,16 @@ recollection, and the chat's panel explains each item by the Exocortex terms."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from memory.adapters import configured
 from memory.models import LifecycleEvent, Recollection, RetrievalTrace
 from memory.selectors import turn_recall
 from memory.services.deletion import user_forget
+from memory.services.portable import memory_export, memory_import
+from memory.services.recall import recall_for_query
 from memory.services.reindex import reindex_all
 from memory.services.turns import turn_run
 from tests.memory.recall.test_exocortex_policy import BREAD, LISBON
@@ -49,6 +53,22 @@ def test_an_exocortex_turn_is_recollected_and_the_next_turn_recalls_it(make_user
     assert index.count(user_id=str(user.pk), kind="recollection") == stored
     assert reindex_all()["recollection"] == stored
     assert index.count(user_id=str(user.pk), kind="recollection") == stored
+    # An export carries the recollections: imported into another user, the exocortex recalls the same.
+    archive = io.BytesIO()
+    memory_export(user=user, out=archive)
+    other = make_user()
+    memory_import(user=other, source=io.BytesIO(archive.getvalue()))
+    assert sorted(Recollection.objects.filter(user=other).values_list("cid", flat=True)) \
+        == sorted(Recollection.objects.filter(user=user).values_list("cid", flat=True))
+    moved = {str(p.id) for p in other.pages.all()}
+    assert all(set(r.members) <= moved for r in Recollection.objects.filter(user=other))
+
+    def recalled(who):
+        found = recall_for_query(user=who, query="Which tram did we take in Lisbon?", policy="exocortex",
+                                 update_heat=False, record_trace=False, now=later.page.timestamp)
+        return [(item.kind, item.text, round(item.score, 9)) for item in found.items]
+
+    assert recalled(other) == recalled(user) and any(kind == "recollection" for kind, _, _ in recalled(other))
     # Forgetting the user forgets their recollections too.
     counts = user_forget(user=user, reason="erasure request")
     assert counts["recollections"] == stored and not Recollection.objects.filter(user=user).exists()

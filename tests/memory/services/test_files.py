@@ -6,13 +6,13 @@ deleted with their page, carried by an export and checked on import."""
 from __future__ import annotations
 
 import io
-import zlib
 
 import pytest
 from django.core.files.storage import storages
 from multiformats import CID, multihash
 
 from memory.adapters.file_text import FileTypeError, file_text
+from memory.benchmarks.files import pdf_document
 from memory.engine.ipld import Link, node_verify
 from memory.formats.car import car_decode
 from memory.models import AttachedFile, DialoguePage, LifecycleEvent, MemoryEdge, MemoryNode
@@ -31,31 +31,7 @@ NOTES = ("Itinerary for the trip: the ferry to Hvar leaves Split at 07:45 on the
 
 
 def pdf_with_text(*lines: str) -> bytes:
-    """A one-page PDF whose content stream shows `lines` in Helvetica, with a correct xref table."""
-    ops = ["BT", "/F1 12 Tf", "72 720 Td", "14 TL"]
-    for line in lines:
-        escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-        ops += [f"({escaped}) Tj", "T*"]
-    ops.append("ET")
-    stream = zlib.compress("\n".join(ops).encode("latin-1"))
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> "
-        b"/Contents 4 0 R >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_document([lines])
 
 
 def png(width: int = 4, height: int = 3) -> bytes:

@@ -1,0 +1,160 @@
+"""`manage.py bench files`: what files attached to turns cost.
+
+Generates three files (nothing is read from disk or downloaded): a text file of --text-kb
+kilobytes of words, a PDF of --pdf-pages pages of text (written by `pdf_document`, below), and a
+noisy 1024x768 PNG. Then, in one isolated run (common.bench_env: a fresh database, private vectors,
+maintenance inline):
+
+- reading each file: file_prepare (the type from the bytes, the text extracted, the CIDv1 of the
+  bytes), --repeat times;
+- a whole turn, offline engine, maintenance included: without files (the baseline of the ratios)
+  and carrying the text file, the PDF or the image (its upload timed apart), --turns of each,
+  alternating so that a slower stretch of the machine falls on all of them alike.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import sys
+import zlib
+from collections.abc import Sequence
+from functools import partial
+
+from memory.benchmarks import common
+
+WORDS = ("harbour", "ferry", "ticket", "island", "morning", "bread", "market", "lemon", "river", "bridge",
+         "letter", "garden", "concert", "cello", "sister", "recipe", "flour", "train", "station", "museum")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--turns", type=int, default=15, help="turns of each kind timed (default 15)")
+    parser.add_argument("--repeat", type=int, default=10, help="times each file is read (default 10)")
+    parser.add_argument("--text-kb", type=int, default=256, help="size of the text file in kB (default 256)")
+    parser.add_argument("--pdf-pages", type=int, default=50, help="pages of the PDF (default 50)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the generated words (default 7)")
+
+
+def pdf_document(pages: Sequence[Sequence[str]]) -> bytes:
+    """A PDF whose pages show the given lines in Helvetica (compressed content streams, a correct
+    cross-reference table): what a word processor's "save as PDF" holds for plain text."""
+    font = 3 + 2 * len(pages)
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+                   b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(len(pages))), len(pages))]
+    for i, lines in enumerate(pages):
+        ops = ["BT", "/F1 11 Tf", "72 740 Td", "13 TL"]
+        for line in lines:
+            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            ops += [f"({escaped}) Tj", "T*"]
+        stream = zlib.compress("\n".join([*ops, "ET"]).encode("latin-1"))
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                       b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, 4 + 2 * i))
+        objects.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(12)).capitalize() + "."
+
+
+def sample_files(*, text_kb: int, pdf_pages: int, seed: int) -> dict[str, tuple[str, bytes]]:
+    """{label: (file name, bytes)} for the text file, the PDF and the image."""
+    from PIL import Image
+
+    rng = random.Random(seed)
+    text = bytearray()
+    while len(text) < text_kb * 1024:
+        text += (_sentence(rng) + "\n").encode()
+    pdf = pdf_document([[_sentence(rng) for _ in range(40)] for _ in range(pdf_pages)])
+    image = Image.frombytes("RGB", (1024, 768), rng.randbytes(1024 * 768 * 3))
+    png = io.BytesIO()
+    image.save(png, format="PNG")
+    return {"text": ("notes.txt", bytes(text[:text_kb * 1024])), "pdf": ("report.pdf", pdf),
+            "image": ("photo.png", png.getvalue())}
+
+
+def _time_reads(files: dict[str, tuple[str, bytes]], repeat: int, show: bool) -> dict[str, dict]:
+    from memory.services.files import file_prepare
+
+    out = {}
+    for label, (name, data) in common.progress_iter(list(files.items()), "reading files", show):
+        times, prepared = [], None
+        for _ in range(repeat):
+            elapsed, prepared = common.timed_ms(partial(file_prepare, name=name, data=data))
+            times.append(elapsed)
+        out[label] = {"bytes": len(data), "media_type": prepared.media_type, "text_chars": len(prepared.text),
+                      "extraction": prepared.extraction, **common.summarize_ms(times)}
+    return out
+
+
+def _time_turns(env, files: dict[str, tuple[str, bytes]], turns: int, show: bool) -> dict[str, dict]:
+    from memory.services.files import file_upload
+    from memory.services.turns import turn_run
+
+    user = env.make_user("files")
+    kinds = ["none", *files]
+    turn_ms: dict[str, list[float]] = {kind: [] for kind in kinds}
+    upload_ms: dict[str, list[float]] = {kind: [] for kind in files}
+    rng = random.Random(11)
+    bar = common.progress(turns * len(kinds), "turns", show)
+    for i in range(turns):
+        for kind in kinds:
+            cids = []
+            if kind != "none":
+                name, data = files[kind]
+                elapsed, row = common.timed_ms(partial(file_upload, user=user, name=name, data=data))
+                upload_ms[kind].append(elapsed)
+                cids = [row.content_cid]
+            message = f"Turn {i}: {_sentence(rng)}"
+            elapsed, _ = common.timed_ms(partial(turn_run, user=user, message=message, files=cids))
+            turn_ms[kind].append(elapsed)
+            bar.update(1)
+    bar.close()
+    return {kind: {**common.summarize_ms(turn_ms[kind]),
+                   "upload": common.summarize_ms(upload_ms[kind]) if kind in upload_ms else None}
+            for kind in kinds}
+
+
+def run(options: dict, stdout) -> dict:
+    from memory.adapters import configured
+
+    show = not options.get("no_progress")
+    configured.embedder().embed(["warm up"])
+    files = sample_files(text_kb=options["text_kb"], pdf_pages=options["pdf_pages"], seed=options["seed"])
+    reads = _time_reads(files, options["repeat"], show)
+    with common.bench_env() as env:
+        turns = _time_turns(env, files, options["turns"], show)
+    keys = ("turns", "repeat", "text_kb", "pdf_pages", "seed")
+    result = {"benchmark": "files", "date": common.today(), "machine": common.machine(),
+              "options": {k: options[k] for k in keys}, "reads": reads, "turns": turns}
+    if show:
+        print(render(result), file=sys.stderr, flush=True)
+    return result
+
+
+def render(result: dict) -> str:
+    reads = common.render_table(
+        ["file", "bytes", "type", "text chars", "how", "p50", "p95", "n"],
+        [[label, r["bytes"], r["media_type"], r["text_chars"], r["extraction"], r["p50"], r["p95"], r["n"]]
+         for label, r in result["reads"].items()],
+        title="Reading a file (type from the bytes, text, CID), ms")
+    floor = result["turns"]["none"]["p50"] or None
+    rows = []
+    for kind, t in result["turns"].items():
+        upload = t["upload"]
+        rows.append([kind, t["p50"], t["p95"], t["max"], t["n"], f"{t['p50'] / floor:.2f}" if floor else "-",
+                     upload["p50"] if upload else "-"])
+    turns = common.render_table(["turn carrying", "p50", "p95", "max", "n", "p50 / no file", "upload p50"], rows,
+                                title="A whole turn (offline engine, maintenance inline), ms")
+    return "\n\n".join([reads, turns, f"{result['date']}, {result['machine']}."]) + "\n"
