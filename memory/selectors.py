@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from memory.config import memory_params
@@ -88,13 +88,22 @@ def sona_list(*, user) -> list[Sona]:
     return list(Sona.objects.filter(user=user).order_by("created_at"))
 
 
-def sona_memories(*, user, sona: Sona, limit: int = 200) -> list[SonaMembership]:
+def sona_counts(*, user) -> list[tuple[Sona, int]]:
+    """The user's sonas, oldest first, each with how many memories belong to it."""
+    rows = Sona.objects.filter(user=user).annotate(members=Count("memberships")).order_by("created_at")
+    return [(sona, sona.members) for sona in rows]
+
+
+def sona_memberships(*, user, sona: Sona) -> QuerySet[SonaMembership]:
     """The memories (graph nodes) of one of the user's sonas, newest membership first, each with how
     it got there (where it happened, or bubbled up from another sona)."""
-    if sona.user_id != user.pk:
-        return []
-    return list(SonaMembership.objects.filter(user=user, sona=sona).select_related("node")
-                .order_by("-created_at", "-id")[:limit])
+    return (SonaMembership.objects.filter(user=user, sona=sona, sona__user=user).select_related("node")
+            .order_by("-created_at", "-id"))
+
+
+def sona_memories(*, user, sona: Sona, limit: int = 200) -> list[SonaMembership]:
+    """sona_memberships, the newest `limit`."""
+    return list(sona_memberships(user=user, sona=sona)[:limit]) if sona.user_id == user.pk else []
 
 
 def sona_name_taken(*, user, name: str) -> bool:

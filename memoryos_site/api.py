@@ -23,6 +23,7 @@ from memory.web.api import router as memory_router
 from memory.web.api_auth import ApiError, TokenAuth
 from memory.web.api_files import router as files_router
 from memory.web.api_memories import router as memories_router
+from memory.web.api_sonas import router as sonas_router
 from persona.api import router as persona_router
 
 api = NinjaAPI(
@@ -36,6 +37,7 @@ api = NinjaAPI(
 api.add_router("/memory/", memory_router)
 api.add_router("/memory/", memories_router)
 api.add_router("/memory/", files_router)
+api.add_router("/memory/", sonas_router)
 api.add_router("/persona/", persona_router)
 
 

@@ -9,7 +9,9 @@ maintenance inline):
   bytes), --repeat times;
 - a whole turn, offline engine, maintenance included: without files (the baseline of the ratios)
   and carrying the text file, the PDF or the image (its upload timed apart), --turns of each,
-  alternating so that a slower stretch of the machine falls on all of them alike.
+  alternating so that a slower stretch of the machine falls on all of them alike. "reply" is the
+  time until the reply's last token (what the person waits for; maintenance runs after it, in a
+  worker when deployed), "turn" the whole call with maintenance inline.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import io
 import random
 import sys
+import time
 import zlib
 from collections.abc import Sequence
 from functools import partial
@@ -98,6 +101,10 @@ def _time_reads(files: dict[str, tuple[str, bytes]], repeat: int, show: bool) ->
     return out
 
 
+def _mark(times: list[float], _token: str) -> None:
+    times.append(time.perf_counter())
+
+
 def _time_turns(env, files: dict[str, tuple[str, bytes]], turns: int, show: bool) -> dict[str, dict]:
     from memory.services.files import file_upload
     from memory.services.turns import turn_run
@@ -105,6 +112,7 @@ def _time_turns(env, files: dict[str, tuple[str, bytes]], turns: int, show: bool
     user = env.make_user("files")
     kinds = ["none", *files]
     turn_ms: dict[str, list[float]] = {kind: [] for kind in kinds}
+    reply_ms: dict[str, list[float]] = {kind: [] for kind in kinds}
     upload_ms: dict[str, list[float]] = {kind: [] for kind in files}
     rng = random.Random(11)
     bar = common.progress(turns * len(kinds), "turns", show)
@@ -117,11 +125,15 @@ def _time_turns(env, files: dict[str, tuple[str, bytes]], turns: int, show: bool
                 upload_ms[kind].append(elapsed)
                 cids = [row.content_cid]
             message = f"Turn {i}: {_sentence(rng)}"
-            elapsed, _ = common.timed_ms(partial(turn_run, user=user, message=message, files=cids))
+            tokens: list[float] = []
+            started = time.perf_counter()
+            elapsed, _ = common.timed_ms(partial(turn_run, user=user, message=message, files=cids,
+                                                 on_token=partial(_mark, tokens)))
             turn_ms[kind].append(elapsed)
+            reply_ms[kind].append((tokens[-1] - started) * 1000.0)
             bar.update(1)
     bar.close()
-    return {kind: {**common.summarize_ms(turn_ms[kind]),
+    return {kind: {**common.summarize_ms(turn_ms[kind]), "reply": common.summarize_ms(reply_ms[kind]),
                    "upload": common.summarize_ms(upload_ms[kind]) if kind in upload_ms else None}
             for kind in kinds}
 
@@ -149,12 +161,15 @@ def render(result: dict) -> str:
         [[label, r["bytes"], r["media_type"], r["text_chars"], r["extraction"], r["p50"], r["p95"], r["n"]]
          for label, r in result["reads"].items()],
         title="Reading a file (type from the bytes, text, CID), ms")
-    floor = result["turns"]["none"]["p50"] or None
+    none = result["turns"]["none"]
     rows = []
     for kind, t in result["turns"].items():
-        upload = t["upload"]
-        rows.append([kind, t["p50"], t["p95"], t["max"], t["n"], f"{t['p50'] / floor:.2f}" if floor else "-",
-                     upload["p50"] if upload else "-"])
-    turns = common.render_table(["turn carrying", "p50", "p95", "max", "n", "p50 / no file", "upload p50"], rows,
-                                title="A whole turn (offline engine, maintenance inline), ms")
+        upload, reply = t["upload"], t["reply"]
+        rows.append([kind, upload["p50"] if upload else "-", reply["p50"], reply["p95"],
+                     f"{reply['p50'] / none['reply']['p50']:.2f}" if none["reply"]["p50"] else "-",
+                     t["p50"], t["p95"], f"{t['p50'] / none['p50']:.2f}" if none["p50"] else "-", t["n"]])
+    turns = common.render_table(
+        ["turn carrying", "upload p50", "reply p50", "reply p95", "reply / no file", "turn p50", "turn p95",
+         "turn / no file", "n"], rows,
+        title="A turn (offline engine): until the reply's last token, and whole with maintenance inline, ms")
     return "\n\n".join([reads, turns, f"{result['date']}, {result['machine']}."]) + "\n"

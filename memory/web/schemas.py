@@ -172,3 +172,35 @@ class TraceOut(Schema):
     created_at: datetime
     page_id: str | None = None
     payload: dict | None = None
+
+
+class SonaOut(Schema):
+    """A persona (Memoria's sona) and how many memories belong to it."""
+
+    id: str
+    name: str
+    profile: str
+    recall_policy: str  # "" : the server's default
+    is_default: bool
+    memories: int
+    created_at: datetime
+
+
+class SonaIn(Schema):
+    name: str = Field(..., min_length=1, max_length=SONA_NAME_MAX_CHARS)
+    profile: str = Field("", max_length=SONA_PROFILE_MAX_CHARS)
+    recall_policy: str = Field("", max_length=32)
+
+
+class SonaRenameIn(Schema):
+    name: str = Field(..., min_length=1, max_length=SONA_NAME_MAX_CHARS)
+
+
+class SonaMemoryOut(Schema):
+    """A memory of a sona: its node, what it says, and how it joined (where it happened, or bubbled up)."""
+
+    cid: str
+    kind: str
+    text: str
+    via: str
+    joined_at: datetime

@@ -360,6 +360,7 @@ def test_files_reads_each_kind_and_times_turns_against_a_turn_without_files(memo
     turns = result["turns"]
     assert set(turns) == {"none", "text", "pdf", "image"} and all(t["n"] == 2 for t in turns.values())
     assert turns["none"]["upload"] is None and turns["pdf"]["upload"]["n"] == 2
-    assert "p50 / no file" in files.render(result)
+    assert all(t["reply"]["n"] == 2 and 0 < t["reply"]["p50"] <= t["max"] for t in turns.values())
+    assert "reply / no file" in files.render(result)
     assert storages["memory_files"].location == before  # the run's files went to its own folder
     assert not get_user_model().objects.filter(pages__isnull=False).exists()

@@ -19,6 +19,7 @@ from memory.models import RetrievalTrace, Segment
 from memory.services.files import file_upload
 from memory.services.tokens import token_create, token_revoke
 from memory.services.turns import turn_run
+from memory.services.users import sona_get_or_create
 from persona.models import KnowledgeFact
 
 pytestmark = pytest.mark.usefixtures("memory_env")
@@ -81,6 +82,9 @@ ROUTES: dict[str, list[Route]] = {
                                Route("DELETE", "/api/memory/files/{file}", {**API_OWNED, "owner": 400,
                                                                             "owner_token": 400})],
     "api/memory/files/<cid>/content": [Route("GET", "/api/memory/files/{file}/content", API_OWNED)],
+    "api/memory/sonas": [Route("GET", "/api/memory/sonas", API_LIST)],
+    "api/memory/sonas/<name>": [Route("PATCH", "/api/memory/sonas/sailor", API_OWNED, {"name": "sailor"})],
+    "api/memory/sonas/<name>/memories": [Route("GET", "/api/memory/sonas/sailor/memories", API_OWNED)],
     "api/memory/events": [Route("GET", "/api/memory/events", API_LIST)],
     "api/memory/traces": [Route("GET", "/api/memory/traces", API_LIST)],
     "api/memory/traces/<trace_id>": [Route("GET", "/api/memory/traces/{trace}", API_OWNED)],
@@ -149,7 +153,7 @@ def world(make_user, memory_env):
     owner = make_user("owner")
     island_map = file_upload(user=owner, name="island.txt", data=f"A map of {SECRET}.".encode())
     for text, files in ((f"My island is {SECRET}.", [island_map.content_cid]), (f"I sail to {SECRET} every June.", [])):
-        turn_run(user=owner, message=text, files=files)
+        turn_run(user=owner, message=text, files=files, sona=sona_get_or_create(user=owner, name="sailor"))
     page = owner.pages.order_by("seq").first()
     fact = KnowledgeFact.objects.create(user=owner, text=f"User sails to {SECRET}", normalised=f"sails {SECRET}")
     other = make_user("other")

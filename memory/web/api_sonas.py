@@ -1,0 +1,90 @@
+"""REST routes for personas (Memoria's sonas): list them with their memory counts, create one,
+rename one (its name is embedded again: sona similarity compares names), and list the memories that
+belong to one, each with how it joined. Handlers parse, call one service or selector, return;
+`?user=NAME` acts for another user (staff, audited)."""
+
+from typing import Any
+
+from ninja import Router
+from ninja.pagination import paginate
+
+from memory import selectors
+from memory.inspector.selectors import node_labels
+from memory.recall.base import UnknownPolicyError, get_policy
+from memory.services.common import MemoryInputError
+from memory.services.users import sona_get_or_create, sona_rename
+from memory.web.api import ERRORS
+from memory.web.api_auth import ApiError, caller_of
+from memory.web.pagination import Pages
+from memory.web.schemas import SonaIn, SonaMemoryOut, SonaOut, SonaRenameIn
+
+router = Router(tags=["sonas"])
+
+
+def sona_out(sona, memories: int) -> dict[str, Any]:
+    return {"id": str(sona.id), "name": sona.name, "profile": sona.profile, "recall_policy": sona.recall_policy,
+            "is_default": sona.is_default, "memories": memories, "created_at": sona.created_at}
+
+
+def _named(user, name: str):
+    sona = selectors.sona_named(user=user, name=name)
+    if sona is None:
+        raise ApiError(404, "not_found", f"No persona named {name!r} here.")
+    return sona
+
+
+@router.get("/sonas", response={200: list[SonaOut], **ERRORS})
+def list_sonas(request, user: str | None = None):
+    """The user's personas, oldest first, each with the number of memories that belong to it."""
+    return [sona_out(sona, count) for sona, count in selectors.sona_counts(user=caller_of(request, user).user)]
+
+
+@router.post("/sonas", response={200: SonaOut, **ERRORS})
+def create_sona(request, payload: SonaIn, user: str | None = None):
+    """A new persona; a name the user already has (case aside) is refused, as is an unknown policy."""
+    caller = caller_of(request, user)
+    if selectors.sona_name_taken(user=caller.user, name=payload.name.strip()):
+        raise MemoryInputError(f"You already have a persona named {payload.name.strip()!r}.")
+    if payload.recall_policy:
+        try:
+            get_policy(payload.recall_policy)
+        except UnknownPolicyError as error:
+            raise MemoryInputError(str(error)) from None
+    sona = sona_get_or_create(user=caller.user, name=payload.name, profile=payload.profile,
+                              recall_policy=payload.recall_policy)
+    return sona_out(sona, 0)
+
+
+@router.patch("/sonas/{name}", response={200: SonaOut, **ERRORS})
+def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = None):
+    """Rename a persona; its memories stay with it, and its name is embedded again."""
+    caller = caller_of(request, user)
+    sona = sona_rename(user=caller.user, sona=_named(caller.user, name), name=payload.name)
+    return sona_out(sona, dict((s.pk, n) for s, n in selectors.sona_counts(user=caller.user)).get(sona.pk, 0))
+
+
+@router.get("/sonas/{name}/memories", response={200: list[SonaMemoryOut], **ERRORS})
+@paginate(Pages)
+def sona_memories(request, name: str, user: str | None = None):
+    """The memories that belong to a persona, newest first, with how each joined it."""
+    caller = caller_of(request, user)
+    return _Labelled(caller.user, selectors.sona_memberships(user=caller.user, sona=_named(caller.user, name)))
+
+
+class _Labelled:
+    """Memberships whose page (the paginator's slice) is labelled with one query per memory kind."""
+
+    def __init__(self, user, rows) -> None:
+        self.user, self.rows = user, rows
+
+    def __len__(self) -> int:
+        return self.rows.count()
+
+    def count(self) -> int:
+        return self.rows.count()
+
+    def __getitem__(self, window):
+        memberships = list(self.rows[window])
+        labels = node_labels(user=self.user, nodes=[m.node for m in memberships])
+        return [{"cid": m.node.cid, "kind": m.node.kind, "text": labels[m.node.pk], "via": m.via,
+                 "joined_at": m.created_at} for m in memberships]
