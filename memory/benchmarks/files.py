@@ -8,7 +8,7 @@ maintenance inline):
 - reading each file: file_prepare (the type from the bytes, the text extracted, the CIDv1 of the
   bytes), --repeat times;
 - a whole turn, offline engine, maintenance included: without files (the baseline of the ratios)
-  and carrying the text file, the PDF or the image (its upload timed apart), --turns of each,
+  and carrying a text file, a PDF or an image (its upload timed apart; other files each turn), --turns of each,
   alternating so that a slower stretch of the machine falls on all of them alike. "reply" is the
   time until the reply's last token (what the person waits for; maintenance runs after it, in a
   worker when deployed), "turn" the whole call with maintenance inline.
@@ -105,18 +105,22 @@ def _mark(times: list[float], _token: str) -> None:
     times.append(time.perf_counter())
 
 
-def _time_turns(env, files: dict[str, tuple[str, bytes]], turns: int, show: bool) -> dict[str, dict]:
+def _time_turns(env, options: dict, kinds_of_files: Sequence[str], show: bool) -> dict[str, dict]:
     from memory.services.files import file_upload
     from memory.services.turns import turn_run
 
     user = env.make_user("files")
-    kinds = ["none", *files]
+    kinds = ["none", *kinds_of_files]
+    turns = options["turns"]
     turn_ms: dict[str, list[float]] = {kind: [] for kind in kinds}
     reply_ms: dict[str, list[float]] = {kind: [] for kind in kinds}
-    upload_ms: dict[str, list[float]] = {kind: [] for kind in files}
+    upload_ms: dict[str, list[float]] = {kind: [] for kind in kinds_of_files}
     rng = random.Random(11)
     bar = common.progress(turns * len(kinds), "turns", show)
     for i in range(turns):
+        # Other files every turn, as a person sends them (the same file each time would pile its
+        # pages into one ever larger topic segment).
+        files = sample_files(text_kb=options["text_kb"], pdf_pages=options["pdf_pages"], seed=options["seed"] + 1 + i)
         for kind in kinds:
             cids = []
             if kind != "none":
@@ -146,7 +150,7 @@ def run(options: dict, stdout) -> dict:
     files = sample_files(text_kb=options["text_kb"], pdf_pages=options["pdf_pages"], seed=options["seed"])
     reads = _time_reads(files, options["repeat"], show)
     with common.bench_env() as env:
-        turns = _time_turns(env, files, options["turns"], show)
+        turns = _time_turns(env, options, list(files), show)
     keys = ("turns", "repeat", "text_kb", "pdf_pages", "seed")
     result = {"benchmark": "files", "date": common.today(), "machine": common.machine(),
               "options": {k: options[k] for k in keys}, "reads": reads, "turns": turns}

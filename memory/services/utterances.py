@@ -20,6 +20,10 @@ from memory.recall.turn_facts import TurnFact, turn_facts
 
 TURN_NAMESPACE = uuid.UUID("6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10")
 INDEX_BATCH = 32
+# An attached file's text as an utterance: about a message's worth. The page itself is indexed with
+# more of it (MEMORYOS_ATTACHMENT_INDEX_CHARS); here a longer text would cost two full-length MiniLM
+# passes (the utterance, and as the next one's context) and drown the next utterance's meaning.
+ATTACHMENT_UTTERANCE_CHARS = 600
 
 
 # Turn points have integer ids packed from (user, page seq, position): unique, derivable, and
@@ -58,7 +62,8 @@ def page_utterances(page: DialoguePage) -> list[dict]:
     user_name = getattr(getattr(page.user, "persona_profile", None), "name", "") or page.user.get_username()
     said = [{"id": "", "speaker": user_name, "text": page.query}]
     if page.attachment_text:  # the files came with the user's message: theirs to have said
-        said.append({"id": "", "speaker": user_name, "text": f"(attached) {page.attachment_text}"})
+        said.append({"id": "", "speaker": user_name,
+                     "text": f"(attached) {page.attachment_text[:ATTACHMENT_UTTERANCE_CHARS]}"})
     if page.response and page.reply_model != OFFLINE_MODEL_NAME:
         said.append({"id": "", "speaker": page.sona.name if page.sona else "assistant", "text": page.response})
     return said
