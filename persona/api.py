@@ -7,8 +7,8 @@ from ninja import Router
 from ninja.pagination import paginate
 
 from memory.web.api_auth import caller_of
-from memory.web.api_memories import ERRORS, Projected
-from memory.web.pagination import Pages
+from memory.web.api_memories import ERRORS
+from memory.web.pagination import Pages, Projected
 from persona.schemas import EntryOut, ProfileIn, ProfileOut, TraitOut
 from persona.selectors import agent_traits, knowledge_base, profile_get, traits_scored
 from persona.services import KEEP, profile_update

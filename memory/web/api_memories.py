@@ -18,7 +18,7 @@ from memory.services.recall import recall_for_query
 from memory.services.users import sona_get_or_create
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of
-from memory.web.pagination import Pages
+from memory.web.pagination import Pages, Projected
 from memory.web.schemas import (
     BlastRadiusOut,
     CorrectIn,
@@ -71,22 +71,6 @@ def list_memories(request, kind: Kind = "page", tier: str = "", q: str = Query("
     caller = caller_of(request, user)
     rows = selectors.memories(user=caller.user, kind=kind, tier=tier, query=q, pinned=pinned, repressed=repressed)
     return Projected(rows, lambda row: memory_out(kind, row))
-
-
-class Projected:
-    """A queryset whose slices (what the paginator takes) come out converted."""
-
-    def __init__(self, rows, convert) -> None:
-        self.rows, self.convert = rows, convert
-
-    def __len__(self) -> int:
-        return self.rows.count()
-
-    def count(self) -> int:
-        return self.rows.count()
-
-    def __getitem__(self, window):
-        return [self.convert(row) for row in self.rows[window]]
 
 
 @router.get("/memories/search", response={200: RecallOut, **ERRORS})

@@ -15,7 +15,7 @@ from memory.services.common import MemoryInputError
 from memory.services.users import sona_get_or_create, sona_rename
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of
-from memory.web.pagination import Pages
+from memory.web.pagination import Pages, Projected
 from memory.web.schemas import SonaIn, SonaMemoryOut, SonaOut, SonaRenameIn
 
 router = Router(tags=["sonas"])
@@ -68,23 +68,11 @@ def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = No
 def sona_memories(request, name: str, user: str | None = None):
     """The memories that belong to a persona, newest first, with how each joined it."""
     caller = caller_of(request, user)
-    return _Labelled(caller.user, selectors.sona_memberships(user=caller.user, sona=_named(caller.user, name)))
+    rows = selectors.sona_memberships(user=caller.user, sona=_named(caller.user, name))
+    return Projected(rows, convert_page=lambda page: _memories_out(caller.user, page))
 
 
-class _Labelled:
-    """Memberships whose page (the paginator's slice) is labelled with one query per memory kind."""
-
-    def __init__(self, user, rows) -> None:
-        self.user, self.rows = user, rows
-
-    def __len__(self) -> int:
-        return self.rows.count()
-
-    def count(self) -> int:
-        return self.rows.count()
-
-    def __getitem__(self, window):
-        memberships = list(self.rows[window])
-        labels = node_labels(user=self.user, nodes=[m.node for m in memberships])
-        return [{"cid": m.node.cid, "kind": m.node.kind, "text": labels[m.node.pk], "via": m.via,
-                 "joined_at": m.created_at} for m in memberships]
+def _memories_out(user, memberships: list) -> list[dict[str, Any]]:
+    labels = node_labels(user=user, nodes=[m.node for m in memberships])  # one query per kind of memory
+    return [{"cid": m.node.cid, "kind": m.node.kind, "text": labels[m.node.pk], "via": m.via,
+             "joined_at": m.created_at} for m in memberships]

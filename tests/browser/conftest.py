@@ -130,3 +130,15 @@ def browser():
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+def sign_up(page, url: str, username: str, password: str, *, skip_profile: bool = True) -> None:
+    """Sign up as a new person in the page and land on the chat; skip the profile card unless asked."""
+    page.goto(f"{url}/accounts/signup/")
+    page.fill("#id_username", username)
+    page.fill("#id_password1", password)
+    page.fill("#id_password2", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{url}/")
+    if skip_profile:
+        page.click("#profile-card button.ghost")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.browser.conftest import RATE_BURST
+from tests.browser.conftest import RATE_BURST, sign_up
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -124,13 +124,7 @@ def test_errors_are_shown_to_the_person(memoryos_server, browser, artifacts):
 
     context = browser.new_context(viewport={"width": 1000, "height": 700})
     page = context.new_page()
-    page.goto(f"{memoryos_server.url}/accounts/signup/")
-    page.fill("#id_username", "sam")
-    page.fill("#id_password1", "a-long-secret-2")
-    page.fill("#id_password2", "a-long-secret-2")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{memoryos_server.url}/")
-    page.click("#profile-card button.ghost")  # skip the profile
+    sign_up(page, memoryos_server.url, "sam", "a-long-secret-2")  # the profile skipped
     expect(page.locator("#profile-card")).to_contain_text("No problem")
     page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
     alert = page.locator("#chat-alert")
@@ -167,13 +161,7 @@ def test_a_file_attached_in_the_chat_is_uploaded_sent_with_the_message_and_downl
     binary.write_bytes(b"MZ\x90\x00\x03\x00\xff\xfe")
     context = browser.new_context(viewport={"width": 1000, "height": 760})
     page = context.new_page()
-    page.goto(f"{memoryos_server.url}/accounts/signup/")
-    page.fill("#id_username", "kim")
-    page.fill("#id_password1", "a-long-secret-3")
-    page.fill("#id_password2", "a-long-secret-3")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{memoryos_server.url}/")
-    page.click("#profile-card button.ghost")
+    sign_up(page, memoryos_server.url, "kim", "a-long-secret-3")
     page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
 
     page.set_input_files("#attach", str(binary))  # refused by the server: said, and not sent

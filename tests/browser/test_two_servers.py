@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tests.browser.conftest import migrate, require_browser, running_server, server_env
+from tests.browser.conftest import migrate, require_browser, running_server, server_env, sign_up
 from tests.conftest import REDIS_URL, redis_available
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -37,13 +37,7 @@ def test_two_processes_one_user_two_tabs(two_servers, browser, artifacts):
     first, second = two_servers
     left_context = browser.new_context(viewport={"width": 1100, "height": 800})
     left = left_context.new_page()
-    left.goto(f"{first.url}/accounts/signup/")
-    left.fill("#id_username", "dana")
-    left.fill("#id_password1", "a-long-secret-3")
-    left.fill("#id_password2", "a-long-secret-3")
-    left.click("button[type=submit]")
-    left.wait_for_url(f"{first.url}/")
-    left.click("#profile-card button.ghost")
+    sign_up(left, first.url, "dana", "a-long-secret-3")
     expect(left.locator("#profile-card")).to_contain_text("No problem")
     # The same session on the other process (same database, same cookie).
     right_context = browser.new_context(viewport={"width": 1100, "height": 800})
