@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from .text import WORD, clean_text, content_terms, is_question, split_sentences, stem
+from .text import WORD, clean_text, content_terms, is_question, sentence_inside, split_sentences, stem
 from .types import RecalledItem
 from .when import day_text, relative_dates
 
@@ -338,7 +338,7 @@ def acknowledge(message: str, evidence: Sequence[Evidence], *, user_name: str | 
     if not statements:
         return f"Okay{_addressed(user_name)}. Tell me more whenever you like."
     first = statements[0]
-    said = (f"I'll remember that {reflect(first)}" if not _SECOND_PERSON.search(first)
+    said = (f"I'll remember that {sentence_inside(reflect(first))}" if not _SECOND_PERSON.search(first)
             else f"I'll remember what you said: “{first.rstrip()}”")
     said = words_cut(said, _SNIPPET_WORDS)
     reply = f"Got it{_addressed(user_name)}. {said}{'' if said.endswith(('”', '…')) else '.'}"

@@ -48,6 +48,16 @@ wait happen spoke give gave set stay find start welcome forget mind
 """.split()
 
 _STOPWORDS = frozenset(_FUNCTION_WORDS.split()) | frozenset(_CHATTER_WORDS)
+_FUNCTION_WORD_SET = frozenset(_FUNCTION_WORDS.split())
+
+
+def sentence_inside(sentence: str) -> str:
+    """A sentence to be quoted inside another: its first word lower-cased when it is a function
+    word ("Here are my notes" → "here are my notes"); names and "I" keep their capital."""
+    head, space, rest = sentence.partition(" ")
+    if head != "I" and head.lower() in _FUNCTION_WORD_SET:
+        return head.lower() + space + rest
+    return sentence
 
 # Words after which a capitalised word is someone being addressed ("Hey Mel!", "Thanks, John").
 _VOCATIVE_LEADS = frozenset("hey hi hello yo hiya thanks thank bye goodbye dear congrats "

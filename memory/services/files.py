@@ -216,6 +216,25 @@ def attachment_prompt_text(files: Sequence[AttachedFile]) -> str:
     return "\n\n" + "\n\n".join(blocks)
 
 
+def _names(files: Sequence[AttachedFile]) -> str:
+    names = [f.name for f in files]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def attachment_note(files: Sequence[AttachedFile]) -> str:
+    """What the offline engine says of a turn's files (a model reads their text itself); "" without."""
+    readable = [f for f in files if f.text]
+    unreadable = [f for f in files if not f.text]
+    notes = []
+    if readable:
+        notes.append(f"I have kept {_names(readable)} and will remember what "
+                     f"{'it says' if len(readable) == 1 else 'they say'}.")
+    if unreadable:
+        notes.append(f"I have kept {_names(unreadable)} too, but {'it holds' if len(unreadable) == 1 else 'they hold'}"
+                     f" no text I can read, so I will know {'it' if len(unreadable) == 1 else 'them'} by name only.")
+    return " ".join(notes)
+
+
 def files_attach(*, user, page: DialoguePage, files: Sequence[AttachedFile]) -> None:
     """Attach checked files (files_for_turn) to a page being stored: inside page_start's transaction."""
     if not files:

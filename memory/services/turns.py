@@ -18,9 +18,9 @@ from memory.config import memory_params
 from memory.engine import offline
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
-from memory.models import OFFLINE_MODEL_NAME, DialoguePage, LifecycleEvent, Sona
+from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
 from memory.services.events import event_record
-from memory.services.files import attachment_prompt_text, files_for_turn
+from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
 from memory.services.maintenance import maintenance_schedule
 from memory.services.memoria import memoria_after_reply_schedule
 from memory.services.pages import page_reply_store, page_start
@@ -57,13 +57,16 @@ class TurnResult:
         return self.page.reply_model == OFFLINE_MODEL_NAME
 
 
-def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None) -> str:
+def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None,
+                   files: Sequence[AttachedFile] = ()) -> str:
     profile = getattr(user, "persona_profile", None)
     name = profile.name if profile and profile.name else None
     # The user's utterances are indexed under their profile name, else their username
     # (memory/services/utterances.py): those are the words the reply cites as "you told me".
-    return offline.compose_reply(query, recall.items, user_name=name, sona_name=sona.name if sona else None,
-                                 now=timezone.now(), user_aliases=(name or "", user.get_username()))
+    reply = offline.compose_reply(query, recall.items, user_name=name, sona_name=sona.name if sona else None,
+                                  now=timezone.now(), user_aliases=(name or "", user.get_username()))
+    note = attachment_note(files)
+    return f"{note}\n\n{reply}" if note else reply
 
 
 def _stream_words(text: str) -> Iterator[str]:
@@ -74,7 +77,8 @@ def _stream_words(text: str) -> Iterator[str]:
 
 
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
-                   on_token: Callable[[str], None] | None) -> tuple[str, str, str]:
+                   on_token: Callable[[str], None] | None,
+                   files: Sequence[AttachedFile] = ()) -> tuple[str, str, str]:
     """(reply, model name, fallback reason). A failing LLM falls back to the offline engine."""
     model = configured.chat_model()
     emit = on_token or (lambda _token: None)
@@ -92,11 +96,11 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
             reason = str(exc) or exc.__class__.__name__
         log.warning("event=reply_fallback user=%s reason=%r", user.pk, reason)
         notice = "\n\n(The language model is unavailable; this reply comes from the offline memory engine.)"
-        reply = _offline_reply(query, recall, user=user, sona=sona) + notice
+        reply = _offline_reply(query, recall, user=user, sona=sona, files=files) + notice
         for token in _stream_words(reply):
             emit(token)
         return reply, OFFLINE_MODEL_NAME, reason
-    reply = _offline_reply(query, recall, user=user, sona=sona)
+    reply = _offline_reply(query, recall, user=user, sona=sona, files=files)
     for token in _stream_words(reply):
         emit(token)
     return reply, OFFLINE_MODEL_NAME, ""
@@ -140,7 +144,7 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
                              budget_tokens=memory_params().prompt_token_budget)
     trace_record_prompt(recall=recall, prompt=prompt)
     reply, model_name, reason = generate_reply(query=page.query, recall=recall, prompt=prompt, user=user,
-                                               sona=sona, on_token=on_token)
+                                               sona=sona, on_token=on_token, files=attached)
     if reason:
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.REPLY_FALLBACK, subject_id=page.id,
                      reason=reason[:500])

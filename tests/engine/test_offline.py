@@ -260,6 +260,9 @@ def test_a_statement_is_said_back_in_the_second_person():
         "Got it, Sam. I'll remember that you're training for a marathon.")
     assert compose_reply("My sister was born in Porto, and I was born in Faro.", []) == (
         "Got it. I'll remember that your sister was born in Porto, and you were born in Faro.")
+    # quoted inside the reply: a function word loses its capital, a name and "I" keep theirs
+    assert compose_reply("The ferry leaves at seven.", []) == "Got it. I'll remember that the ferry leaves at seven."
+    assert compose_reply("Lena plays the cello.", []) == "Got it. I'll remember that Lena plays the cello."
     assert compose_reply("I am a nurse.", []) == "Got it. I'll remember that you are a nurse."
     assert compose_reply("You told me to rest on Sundays.", []) == (
         "Got it. I'll remember what you said: “You told me to rest on Sundays.”")

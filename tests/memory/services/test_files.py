@@ -106,6 +106,10 @@ def test_a_turn_carries_its_files_and_they_are_recalled_later_by_their_words(mak
     user_message = result.prompt.messages[-1].content
     assert "[Attached file: trip.txt, text/plain" in user_message and "key box code 5521" in user_message
     assert "Revenue grew by 12 percent" in user_message and "harbour.png, image/png" in user_message
+    # the offline engine, which reads no files itself, says what it kept
+    assert result.reply.startswith("I have kept trip.txt and report.pdf and will remember what they say. "
+                                   "I have kept harbour.png too, but it holds no text I can read, so I will "
+                                   "know it by name only.\n\n")
     # the page's node depends on each file's node, by content
     page_node = MemoryNode.objects.get(user=ana, kind=MemoryNode.Kind.PAGE, object_id=str(page.id))
     dependencies = node_verify(cid=page_node.cid, block=bytes(page_node.block)).dependencies
