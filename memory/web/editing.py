@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory.inspector.selectors import can_edit, can_inspect, memory_for_actions, user_named
@@ -16,6 +17,7 @@ from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_correct, memory_pin, memory_repress
 from memory.templatetags.inspector import action_urls
+from memory.web.htmx import refused_status
 
 EDITABLE_FIELDS = {"page": ("query", "response"), "segment": ("summary", "keywords"), "fact": ("text",),
                    "agent_trait": ("text",), "trait": ("score", "note")}
@@ -63,7 +65,7 @@ def pin(request, username, kind, ident):
         memory_pin(user=target, kind=kind, ident=ident, actor=request.user, reason=request.POST.get("reason", ""),
                    pinned=value)
     except MemoryInputError as exc:
-        return _bar(request, target, kind, ident, error=str(exc), status=400)
+        return _bar(request, target, kind, ident, error=str(exc), status=refused_status(request, True))
     return _bar(request, target, kind, ident, notice="Pinned." if value else "Unpinned.")
 
 
@@ -76,7 +78,7 @@ def repress(request, username, kind, ident):
         memory_repress(user=target, kind=kind, ident=ident, actor=request.user,
                        reason=request.POST.get("reason", ""), repressed=value)
     except MemoryInputError as exc:
-        return _bar(request, target, kind, ident, error=str(exc), status=400)
+        return _bar(request, target, kind, ident, error=str(exc), status=refused_status(request, True))
     return _bar(request, target, kind, ident,
                 notice="Repressed: kept, never recalled." if value else "No longer repressed.")
 
@@ -100,7 +102,7 @@ def correct(request, username, kind, ident):
         else:
             return _bar(request, target, kind, ident, notice="Corrected: a new version.")
     return render(request, "inspector/_correct.html", {"target": target, "m": memory, "error": error},
-                  status=400 if error else 200)
+                  status=refused_status(request, bool(error)))
 
 
 @login_required
@@ -112,8 +114,8 @@ def delete(request, username, kind, ident):
         radius = memory_delete(user=target, kind=kind, ident=ident, actor=request.user,
                                reason=request.POST.get("reason", ""), dry_run=request.method == "GET")
     except MemoryInputError as exc:
-        if request.htmx:
-            return HttpResponse(str(exc), status=400)
+        if request.htmx:  # into the dialog slot, where the confirm dialog would have gone
+            return HttpResponse(format_html('<p class="error" role="alert">{}</p>', str(exc)))
         raise Http404(str(exc)) from None
     if request.method == "GET":
         return render(request, "inspector/_delete.html", {"target": target, "r": radius, "kind": kind,

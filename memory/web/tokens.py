@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods
 from memory.selectors import api_tokens
 from memory.services.common import MemoryInputError
 from memory.services.tokens import token_create, token_revoke
+from memory.web.htmx import refused_status
 
 
 @login_required
@@ -24,4 +25,4 @@ def tokens(request):
         except (MemoryInputError, ValueError) as exc:
             error = str(exc)
     return render(request, "memory/tokens.html", {"tokens": api_tokens(user=request.user), "shown": shown,
-                                                  "error": error}, status=400 if error else 200)
+                                                  "error": error}, status=refused_status(request, bool(error)))

@@ -8,6 +8,7 @@ urlpatterns = [
     path("chat/stats/", views.stats, name="chat_stats"),
     path("chat/sonas/", views.sona_create, name="sona_create"),
     path("chat/sonas/select/", views.sona_select, name="sona_select"),
+    path("chat/sonas/rename/", views.sona_rename_view, name="sona_rename"),
     path("chat/turns/<uuid:page_id>/recall/", views.recall_panel, name="turn_recall"),
     path("settings/tokens/", tokens.tokens, name="api_tokens"),
     path("settings/decay/", views.decay_settings, name="decay_settings"),

@@ -16,8 +16,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from memory.selectors import chat_history, memory_stats, sona_for_user, sona_list, turn_recall
 from memory.services.common import MemoryInputError
 from memory.services.exocortex import decay_settings_update
-from memory.services.users import sona_get_or_create
+from memory.services.users import sona_get_or_create, sona_rename
 from memory.web.forms import DecaySettingsForm, SignUpForm, SonaForm
+from memory.web.htmx import refused_status
 from persona.forms import ProfileForm
 from persona.selectors import profile_exists, profile_initial
 
@@ -30,10 +31,10 @@ def _active_sona(request):
     return sona or sona_get_or_create(user=request.user)
 
 
-def _persona_context(request, form: SonaForm | None = None) -> dict:
+def _persona_context(request, form: SonaForm | None = None, rename_error: str = "") -> dict:
     active = _active_sona(request)
     return {"sonas": sona_list(user=request.user), "active_sona": active,
-            "sona_form": form or SonaForm(user=request.user)}
+            "sona_form": form or SonaForm(user=request.user), "rename_error": rename_error}
 
 
 @login_required
@@ -97,6 +98,21 @@ def sona_create(request):
     return render(request, "memory/home.html#persona-bar", context)
 
 
+@login_required
+@require_POST
+def sona_rename_view(request):
+    """Rename the persona in use: its memories stay with it (Memoria embeds the new name)."""
+    error = ""
+    try:
+        sona_rename(user=request.user, sona=_active_sona(request), name=request.POST.get("name", ""))
+    except MemoryInputError as exc:
+        error = str(exc)
+    if not request.htmx:
+        return redirect("home")
+    context = _persona_context(request, rename_error=error)
+    return render(request, "memory/home.html#persona-bar", context, status=refused_status(request, bool(error)))
+
+
 @require_http_methods(["GET", "POST"])
 def signup(request):
     if request.user.is_authenticated:
@@ -127,4 +143,4 @@ def decay_settings(request):
         profile_form = ProfileForm(initial=profile_initial(user=request.user))
         return render(request, "persona/profile.html", {"form": profile_form, "decay_form": form}, status=400)
     return render(request, "persona/profile.html#decay-form", {"decay_form": form, "decay_saved": saved},
-                  status=200 if saved else 400)
+                  status=refused_status(request, not saved))

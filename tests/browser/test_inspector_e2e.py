@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.browser.conftest import ROOT, migrate, running_server, server_env
+from tests.browser.conftest import ROOT, migrate, running_server, server_env, sign_up
 from tests.browser.test_chat_e2e import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -161,12 +161,8 @@ def test_an_operator_steers_from_the_inspector_and_the_chat_follows(demo_server,
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.goto(f"{demo_server.url}/accounts/signup/")
-    page.fill("#id_username", "opal")
-    page.fill("#id_password1", "a-long-secret-1")
-    page.fill("#id_password2", "a-long-secret-1")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{demo_server.url}/")
+    sign_up(page, demo_server.url, "opal", "a-long-secret-1", skip_profile=False)
+    page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
     send(page, STATEMENT, 0)
     assert remembered(recalled_user_texts(page, demo_server, "What is my rowing boat called?"))
 
@@ -175,16 +171,31 @@ def test_an_operator_steers_from_the_inspector_and_the_chat_follows(demo_server,
         said = page.locator("p.said", has_text=f"User: {STATEMENT}")  # not a reply that quotes it
         return page.locator("li.slot", has=said)
 
-    stm_slot().locator("button[data-action=repress]").click()
+    def act(action: str) -> None:
+        """Click an action and wait for its answer: the next goto must not cut the request off."""
+        with page.expect_response(lambda response: response.request.method == "POST"
+                                  and f"/{action.removeprefix('un')}/" in response.url):
+            stm_slot().locator(f"button[data-action={action}]").click()
+
+    act("repress")
     stm_slot().locator(".tag.bad", has_text="repressed").wait_for()
     page.screenshot(path=str(artifacts / "inspector-repressed.png"), full_page=True)
     assert not remembered(recalled_user_texts(page, demo_server, "Do you know my boat's name?"))
-    stm_slot().locator("button[data-action=unrepress]").click()  # the undo
+    act("unrepress")  # the undo
     stm_slot().locator("button[data-action=repress]").wait_for()
     assert remembered(recalled_user_texts(page, demo_server, "Remind me what my boat is called?"))
-    stm_slot().locator("button[data-action=pin]").click()
+    act("pin")
     stm_slot().locator(".tag.ok", has_text="pinned").wait_for()
     assert stm_slot().locator(".tag.ok", has_text="pinned").count() == 1  # still there after a reload
+    # A refused correction says why in place (htmx swaps the 400 answer in; by default it would not).
+    stm_slot().locator("button[data-action=correct]").click()
+    form = page.locator("form.correct-form")
+    form.wait_for()
+    form.locator("textarea[name=query]").fill("   ")
+    form.locator("button.action", has_text="Save as version").click()
+    form.locator(".error[role=alert]", has_text="The message is empty.").wait_for()
+    assert page.url.endswith("/inspector/opal/stm/") and page.locator("nav").count()  # in place, not a bare page
+    errors.clear()  # the browser logs the 400 itself; that is the answer expected here
     stm_slot().locator("button[data-action=delete]").click()
     dialog = page.locator("dialog.confirm")
     dialog.wait_for()

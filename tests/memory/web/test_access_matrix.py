@@ -102,6 +102,9 @@ ROUTES: dict[str, list[Route]] = {
                           {"name": "helper"})],
     "chat/sonas/select/": [Route("POST", "/chat/sonas/select/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
                                  {"sona": "x"})],
+    # Each signed-in caller renames their own persona in use (their own row): the bar comes back.
+    "chat/sonas/rename/": [Route("POST", "/chat/sonas/rename/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
+                                 {"name": "mate"})],
     "chat/turns/<uuid:page_id>/recall/": [Route("GET", "/chat/turns/{page}/recall/", OWNED_PAGE)],
     "settings/tokens/": [Route("GET", "/settings/tokens/", PAGE)],
     # Each signed-in caller sets their own (their own row): saved and sent back to the profile page.

@@ -42,7 +42,9 @@ def test_out_of_range_decay_settings_are_refused_and_change_nothing(make_user):
                                ("25", "")):
         response = client.post("/settings/decay/", {"short_term_minutes": minutes, "long_term_threshold": threshold},
                                **HTMX)
-        assert response.status_code == 400 and b"Saved." not in response.content, (minutes, threshold)
+        # the form and its errors, swapped in place (htmx swaps only 2xx answers)
+        assert response.status_code == 200 and b"Saved." not in response.content, (minutes, threshold)
+        assert b'role="alert"' in response.content, (minutes, threshold)
     plain = client.post("/settings/decay/", {"short_term_minutes": "-1", "long_term_threshold": "0.01"})
     assert plain.status_code == 400 and b'id="decay-settings"' in plain.content
     state = UserMemoryState.objects.get(user=user)

@@ -131,6 +131,25 @@ def test_personas_are_created_and_selected_per_user(ana_client, make_user):
 
 
 @pytest.mark.django_db
+def test_the_persona_in_use_is_renamed_in_place_and_a_taken_name_is_refused(ana_client, make_user):
+    user, client = ana_client
+    client.get("/")  # the default persona, "assistant"
+    client.post("/chat/sonas/", {"name": "coach"}, **HTMX)  # now in use
+    renamed = client.post("/chat/sonas/rename/", {"name": "running buddy"}, **HTMX)
+    assert renamed.status_code == 200 and b"Rename running buddy" in renamed.content
+    assert sorted(Sona.objects.filter(user=user).values_list("name", flat=True)) == ["assistant", "running buddy"]
+    taken = client.post("/chat/sonas/rename/", {"name": "assistant"}, **HTMX)
+    assert taken.status_code == 200 and b"You already have a persona named &#x27;assistant&#x27;." in taken.content
+    empty = client.post("/chat/sonas/rename/", {"name": "  "})  # no htmx: back to the chat
+    assert empty.status_code == 302
+    assert sorted(Sona.objects.filter(user=user).values_list("name", flat=True)) == ["assistant", "running buddy"]
+    ben = make_user("ben")
+    sona_get_or_create(user=ben, name="chef")
+    client.post("/chat/sonas/rename/", {"name": "chef"}, **HTMX)  # Ben's names are not Ana's business
+    assert Sona.objects.filter(user=ben, name="chef").exists() and Sona.objects.filter(user=user, name="chef").exists()
+
+
+@pytest.mark.django_db
 def test_a_new_persona_can_choose_its_recall_policy(ana_client):
     user, client = ana_client
     form = client.get("/").content
