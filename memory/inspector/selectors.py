@@ -437,13 +437,24 @@ def mtm_figures(*, user) -> tuple[str, str]:
     def build(log: list[EventRecord]) -> tuple[str, str]:
         history, _ = heat_history_of(user=user, hottest=charts.MAX_SEGMENT_LINES)
         labels = segment_labels(user=user)
-        decay = decay_curve(span_seconds=span_of(log).total_seconds(), mu_seconds=params.recency_mu_seconds)
         joins, evictions = membership_of(user=user)
-        return (charts.heat_figure(history, labels=labels, threshold=params.heat_threshold, decay=decay,
-                                   mu_seconds=params.recency_mu_seconds),
+        return (_heat_figure(history, labels, log, params),
                 charts.membership_figure(joins, evictions=evictions, labels=labels))
 
     return _log_cache.derived(user.pk, ("mtm_figures", params), build)
+
+
+def segment_heat_figure(*, user, segment_id: str, label: str) -> str:
+    """One segment's heat over time, drawn as the mid-term page draws every segment's."""
+    history, params = heat_history_of(user=user, segments={str(segment_id)})
+    return _heat_figure(history, {str(segment_id): label}, event_log(user=user), params)
+
+
+def _heat_figure(history, labels: dict[str, str], log: list[EventRecord], params) -> str:
+    """Heat lines with the promotion threshold, and the decay term over the log's time span."""
+    decay = decay_curve(span_seconds=span_of(log).total_seconds(), mu_seconds=params.recency_mu_seconds)
+    return charts.heat_figure(history, labels=labels, threshold=params.heat_threshold, decay=decay,
+                              mu_seconds=params.recency_mu_seconds)
 
 
 def membership_of(*, user) -> tuple[list[Membership], dict[str, datetime]]:

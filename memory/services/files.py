@@ -32,7 +32,7 @@ from memory.adapters.file_text import FileTypeError, file_text
 from memory.engine.ipld import CODEC_RAW, BlockError, NodeError, block_cid, block_verify, cid_normalise
 from memory.models import AttachedFile, DialoguePage, LifecycleEvent, MemoryNode
 from memory.services import graph
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.services.events import event_record
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ def file_open(*, user, cid: str) -> tuple[AttachedFile, bytes]:
     """A user's file and its bytes; MemoryInputError when this user has no such file."""
     row = file_of(user=user, cid=cid)
     if row is None:
-        raise MemoryInputError(f"No file with content id {cid!r} here.")
+        raise MemoryNotFound(f"No file with content id {cid!r} here.")
     try:
         return row, blob_read(row.content_cid)
     except FileNotFoundError:
@@ -258,7 +258,7 @@ def file_delete(*, user, cid: str) -> AttachedFile:
     """Delete an upload no turn carries yet (an attached file goes with its page: memory_delete)."""
     row = file_of(user=user, cid=cid)
     if row is None:
-        raise MemoryInputError(f"No file with content id {cid!r} here.")
+        raise MemoryNotFound(f"No file with content id {cid!r} here.")
     pending = AttachedFile.objects.filter(user=user, page__isnull=True, content_cid=row.content_cid)
     if not pending.exists():
         raise MemoryInputError(f"{row.name} is attached to a turn; delete that page to delete it.")

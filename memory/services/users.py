@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from memory.models import Sona
+from memory.recall.base import UnknownPolicyError, get_policy
 from memory.services.common import MemoryInputError
 from memory.services.memoria import sona_name_embed
 
@@ -80,6 +81,20 @@ def sona_get_or_create(*, user, name: str | None = None, profile: str = "", reca
     if created:  # Memoria's sona similarity compares the names' embeddings
         sona_name_embed(sona=sona)
     return sona
+
+
+def sona_create(*, user, name: str, profile: str = "", recall_policy: str = "") -> Sona:
+    """A new sona of the user's; a name they already have (case aside) or an unknown recall policy is
+    refused (MemoryInputError), where sona_get_or_create would hand back the existing one."""
+    name = sona_name_validate(name)
+    if Sona.objects.filter(user=user, name__iexact=name).exists():
+        raise MemoryInputError(f"You already have a persona named {name!r}.")
+    if recall_policy:
+        try:
+            get_policy(recall_policy)
+        except UnknownPolicyError as error:
+            raise MemoryInputError(str(error)) from None
+    return sona_get_or_create(user=user, name=name, profile=profile, recall_policy=recall_policy)
 
 
 def sona_rename(*, user, sona: Sona, name: str) -> Sona:

@@ -10,9 +10,7 @@ from ninja.pagination import paginate
 
 from memory import selectors
 from memory.inspector.selectors import node_labels
-from memory.recall.base import UnknownPolicyError, get_policy
-from memory.services.common import MemoryInputError
-from memory.services.users import sona_get_or_create, sona_rename
+from memory.services.users import sona_create, sona_rename
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of
 from memory.web.pagination import Pages, Projected
@@ -43,15 +41,8 @@ def list_sonas(request, user: str | None = None):
 def create_sona(request, payload: SonaIn, user: str | None = None):
     """A new persona; a name the user already has (case aside) is refused, as is an unknown policy."""
     caller = caller_of(request, user)
-    if selectors.sona_name_taken(user=caller.user, name=payload.name.strip()):
-        raise MemoryInputError(f"You already have a persona named {payload.name.strip()!r}.")
-    if payload.recall_policy:
-        try:
-            get_policy(payload.recall_policy)
-        except UnknownPolicyError as error:
-            raise MemoryInputError(str(error)) from None
-    sona = sona_get_or_create(user=caller.user, name=payload.name, profile=payload.profile,
-                              recall_policy=payload.recall_policy)
+    sona = sona_create(user=caller.user, name=payload.name, profile=payload.profile,
+                       recall_policy=payload.recall_policy)
     return sona_out(sona, 0)
 
 
@@ -60,7 +51,7 @@ def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = No
     """Rename a persona; its memories stay with it, and its name is embedded again."""
     caller = caller_of(request, user)
     sona = sona_rename(user=caller.user, sona=_named(caller.user, name), name=payload.name)
-    return sona_out(sona, dict((s.pk, n) for s, n in selectors.sona_counts(user=caller.user)).get(sona.pk, 0))
+    return sona_out(sona, selectors.sona_memberships(user=caller.user, sona=sona).count())
 
 
 @router.get("/sonas/{name}/memories", response={200: list[SonaMemoryOut], **ERRORS})

@@ -15,7 +15,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from memory.config import memory_params
-from memory.engine.lifecycle import decay_curve, span_of
 from memory.engine.traits import CATEGORIES
 from memory.inspector import charts
 from memory.inspector import selectors as inspect
@@ -107,12 +106,7 @@ def segment(request, username, segment_id):
     detail = inspect.segment_detail(user=target, segment_id=segment_id)
     if detail is None:
         raise Http404("No such segment.")
-    history, params = inspect.heat_history_of(user=target, segments={str(segment_id)})
-    span = span_of(inspect.event_log(user=target)).total_seconds()
-    figure = charts.heat_figure(history, labels={str(segment_id): detail.row.label},
-                                threshold=params.heat_threshold,
-                                decay=decay_curve(span_seconds=span, mu_seconds=params.recency_mu_seconds),
-                                mu_seconds=params.recency_mu_seconds)
+    figure = inspect.segment_heat_figure(user=target, segment_id=str(segment_id), label=detail.row.label)
     return _render(request, "inspector/segment.html", target, "mtm", {"d": detail, "heat_figure": figure})
 
 

@@ -109,3 +109,22 @@ def test_looking_changes_nothing(client, owner_memory):
     assert client.get(f"/inspector/{owner.username}/recalls/?q=juggling+torches").status_code == 200
     assert client.get(f"/inspector/{owner.username}/mtm/").status_code == 200
     assert (LifecycleEvent.objects.count(), RetrievalTrace.objects.count()) == before
+
+
+def test_a_segment_page_draws_that_segment_s_heat_as_the_mid_term_page_does(client, owner_memory):
+    import json
+    import re
+
+    from memory.models import Segment
+
+    owner, _ = owner_memory
+    client.force_login(owner)
+    segment = Segment.objects.filter(user=owner).first()
+    html = client.get(f"/inspector/{owner.username}/mtm/{segment.id}/").content.decode()
+    figure = json.loads(re.search(r'<script id="heat-figure" type="application/json">(.*?)</script>', html,
+                                  re.S).group(1))
+    names = {trace.get("name") for trace in figure["data"]}
+    assert segment.label in " ".join(n for n in names if n)  # its own line, by its label
+    assert not any(str(other.label) in " ".join(n for n in names if n)  # and no other segment's
+                   for other in Segment.objects.filter(user=owner).exclude(pk=segment.pk) if other.label)
+    assert any("recency" in str(axis.get("title")) for key, axis in figure["layout"].items() if "yaxis" in key)
