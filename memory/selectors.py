@@ -155,7 +155,8 @@ def score_help() -> dict[str, str]:
             f"turns it holds, and how recently it was used. Above τ = {params.heat_threshold:g} the topic is "
             "promoted to long-term memory. Each recall counts as a visit, so heat after > heat before.")
     return {
-        "relevance": "Exocortex relevance: the cosine of your message and this memory, below 0 counted as 0.",
+        "relevance": "Relevance on 0 to 1: the shared relevance score (meaning, words, a second look, the second "
+                     "hop, time) scaled among this message's candidates, 1 for the best.",
         "decay recency": "Exocortex recency on your own decay curve (profile page): 1 now, falling exponentially "
                          "over your short-term duration, then slowly to your long-term threshold at your oldest "
                          "memory.",
@@ -168,17 +169,22 @@ def score_help() -> dict[str, str]:
         "sparse": "Words: the BM25 keyword score as a z-score among the candidates (0 or less: few or no "
                   "shared words).",
         "feedback": "A second look: closeness to your message pulled toward the best first hits, as a z-score.",
+        "hop": "The second hop: the names and events the first hits share, searched again, as a z-score.",
         "speaker": "A boost when your message names the person who said it.",
-        "score": "dense + sparse + feedback + speaker.",
+        "time": "A boost when the turn was said in the period your message names (\u201cin May 2023\u201d, "
+                "\u201clast week\u201d).",
+        "score": "dense + sparse + feedback + hop + speaker + time.",
         "final": "The ranking score: the score plus a share of the neighbouring turns' (an answer follows its "
                  "question). Items are shown best first by it.",
         "cosine": f"Cosine similarity of the meaning of your message and the utterance (−1 to 1; above "
                   f"{ON_TOPIC_COSINE} is on topic).",
         "bm25": "Raw BM25 keyword score (0: no word in common).",
         "similarity": "Cosine similarity of the meaning of your message and this memory (−1 to 1).",
-        "segment cosine": "Cosine similarity of your message and the topic segment's summary.",
+        "segment relevance": "How relevant the topic is: its best page's relevance, scaled among this message's "
+                             "topics (0 to 1).",
         "keyword Jaccard": "Share of keywords your message and the topic have in common (0 to 1).",
-        "segment Fscore": "Fscore = segment cosine + keyword Jaccard: the topics with the top 5 are searched.",
+        "segment Fscore": "Fscore = segment relevance + keyword Jaccard: the topics with the top 5 are searched.",
+        "page relevance": "The page's best utterance by the shared relevance score (a z-score among the candidates).",
         "heat before": heat, "heat after": heat,
         "recency": f"exp(−Δt/μ): 1 when just said, falling to 0.37 after μ = "
                    f"{params.recency_mu_seconds / 86400:.0f} days.",
@@ -372,8 +378,8 @@ def _page_row(row: RecalledRow, page: DialoguePage, trace: RetrievalTrace, paylo
     row.why += _topic(payload, score.get("segment_id"))
     change = next((h for h in payload.get("heat_changes", [])
                    if h.get("segment_id") == score.get("segment_id")), {})
-    row.scores = [("similarity", score.get("similarity", 0.0)),
-                  ("segment cosine", score.get("segment_cos", 0.0)),
+    row.scores = [("page relevance", score.get("relevance", 0.0)),
+                  ("segment relevance", score.get("segment_relevance", 0.0)),
                   ("keyword Jaccard", score.get("segment_jaccard", 0.0)),
                   ("segment Fscore", score.get("segment_fscore", 0.0)),
                   ("heat before", change.get("heat_before", 0.0)),

@@ -211,7 +211,7 @@ MEMORYOS = {
     # of its five terms, the recency half-life, the EWMA's alpha, the seeds and their expansion.
     "MEMORIA_W_RECENCY": env_float("MEMORYOS_MEMORIA_W_RECENCY", 1.0),
     "MEMORIA_W_VECTOR": env_float("MEMORYOS_MEMORIA_W_VECTOR", 1.0),
-    "MEMORIA_W_FTS": env_float("MEMORYOS_MEMORIA_W_FTS", 1.0),
+    "MEMORIA_W_FTS": env_float("MEMORYOS_MEMORIA_W_FTS", 0.25),
     "MEMORIA_W_IMPORTANCE": env_float("MEMORYOS_MEMORIA_W_IMPORTANCE", 1.0),
     "MEMORIA_W_SONA": env_float("MEMORYOS_MEMORIA_W_SONA", 1.0),
     "MEMORIA_HALF_LIFE_S": env_float("MEMORYOS_MEMORIA_HALF_LIFE_S", 497_817.26),  # 138.3 h: GA's 0.995 an hour

@@ -35,6 +35,18 @@ class HybridParams:
     # LoCoMo development file R@10 was 0.759 (100), 0.767 (200), 0.782 (300), 0.791 (400); most of
     # the loss is the statistics changing, not hits missed.
     candidates: int = 400
+    # A turn said in the period the question names ("in May 2023", "last week") gains this, in z
+    # units, added after smoothing like the speaker boost (memory/engine/time_window.py).
+    time_boost: float = 2.0
+    # Diversity across sessions (days) in the final top-k: each turn already taken from the same
+    # day costs a candidate this much, in z units, so evidence spread over several sessions
+    # (what multi-hop questions need) is not crowded out by one session's neighbours.
+    session_penalty: float = 0.0
+    # The second hop: terms that the first hits share beyond the query's (names, places,
+    # events) are searched again, and that list's z-scores join the content score at this weight.
+    hop_weight: float = 0.2
+    hop_seeds: int = 5  # first hits the second hop reads its terms from
+    hop_terms: int = 6  # at most this many new terms
 
 
 def named_speakers(query: str, speakers: set[str]) -> set[str]:
@@ -48,7 +60,7 @@ def named_speakers(query: str, speakers: set[str]) -> set[str]:
 # recall_turns scores about a thousand candidates twice per query, so each step runs over numpy
 # arrays indexed like `keys` (one dict per key took ~9 ms of a recall).
 
-PART_NAMES = ("dense", "sparse", "feedback", "speaker")
+PART_NAMES = ("dense", "sparse", "feedback", "hop", "speaker", "time")
 
 
 def z_array(scores: Mapping[str, float] | None, keys: Sequence[str]) -> np.ndarray:
@@ -75,35 +87,43 @@ def _z_placed(scores: Mapping[str, float] | None, position: Mapping[str, int]) -
 
 def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapping[str, float],
                 feedback: Mapping[str, float] | None, speakers: Sequence[str], named: set[str],
-                params: HybridParams) -> np.ndarray:
-    """An (n, 4) array of each key's weighted parts, columns in PART_NAMES order. The speaker
-    boost goes to the participant the query names, only when it names exactly one."""
+                params: HybridParams, hop: Mapping[str, float] | None = None,
+                in_window: np.ndarray | None = None) -> np.ndarray:
+    """An (n, len(PART_NAMES)) array of each key's weighted parts, columns in PART_NAMES order.
+    The speaker boost goes to the participant the query names, only when it names exactly one;
+    the time boost to the turns said in the question's period (`in_window`, a boolean per key)."""
     position = {key: index for index, key in enumerate(keys)}
     parts = np.zeros((len(keys), len(PART_NAMES)))
     parts[:, 0] = params.dense_weight * _z_placed(dense, position)
     parts[:, 1] = params.sparse_weight * _z_placed(sparse, position)
     parts[:, 2] = params.dense_weight * params.feedback_weight * _z_placed(feedback, position)
+    parts[:, 3] = params.hop_weight * _z_placed(hop, position)
     if len(named) == 1:
         boosted = next(iter(named))
-        parts[:, 3] = params.speaker_boost * np.fromiter((speaker == boosted for speaker in speakers),
+        parts[:, 4] = params.speaker_boost * np.fromiter((speaker == boosted for speaker in speakers),
                                                          dtype=bool, count=len(keys))
+    if in_window is not None and in_window.any():
+        parts[:, 5] = params.time_boost * in_window
     return parts
 
 
+CONTENT_COLUMNS = 4  # dense, sparse, feedback, hop: what a turn's words match; smoothed along the dialogue
+
+
 def final_array(parts: np.ndarray, seq: np.ndarray, pos: np.ndarray, *, params: HybridParams) -> np.ndarray:
-    """The ranking score: the content score (all parts but the speaker boost) smoothed along the
-    conversation, plus the speaker boost.
+    """The ranking score: the content score (dense, sparse, feedback and second-hop parts)
+    smoothed along the conversation, plus the speaker and time boosts.
 
     (seq, pos) is (page seq, position in page); two candidates are adjacent when they are next to
     each other in that order with no turn between them. A turn gains `previous_weight` of the
     positive content score of the turn before it and `next_weight` of the one after it. A
     neighbour below the candidates' mean (a negative z-sum) lends nothing rather than pulling the
     turn down: a fact is often said once in unrelated talk, and such isolated turns are what
-    multi-hop questions need. The boost stays out of the smoothing: who said a turn says nothing
+    multi-hop questions need. The boosts stay out of the smoothing: who said a turn says nothing
     about the turns next to it, and a smoothed boost would lift the other participant's replies
     to the named one.
     """
-    content = parts[:, 0] + parts[:, 1] + parts[:, 2]
+    content = parts[:, :CONTENT_COLUMNS].sum(axis=1)
     if len(content) == 0:
         return content
     order = np.lexsort((pos, seq))
@@ -115,7 +135,32 @@ def final_array(parts: np.ndarray, seq: np.ndarray, pos: np.ndarray, *, params: 
     smoothed[:-1] += np.where(adjacent, params.next_weight * lent[1:], 0.0)
     result = np.empty_like(smoothed)
     result[order] = smoothed
-    return result + parts[:, 3]
+    return result + parts[:, CONTENT_COLUMNS:].sum(axis=1)
+
+
+def diverse_first(final: np.ndarray, seq: np.ndarray, pos: np.ndarray, session: np.ndarray, limit: int, *,
+                  penalty: float) -> np.ndarray:
+    """Indices of the `limit` best, taken greedily: a candidate's score loses `penalty` for each
+    turn already taken from its session, so the top-k spreads over sessions when their scores
+    are close. With no penalty, best_first's order."""
+    order = best_first(final, seq, pos, len(final))
+    if penalty <= 0 or len(order) == 0:
+        return order[:limit]
+    remaining = list(order)
+    taken: list[int] = []
+    per_session: dict[int, int] = {}
+    while remaining and len(taken) < limit:
+        best_at, best_score = 0, -np.inf
+        for at, index in enumerate(remaining):
+            score = final[index] - penalty * per_session.get(int(session[index]), 0)
+            if score > best_score:
+                best_at, best_score = at, score
+            if final[index] <= best_score:  # sorted: no later candidate can beat it
+                break
+        index = remaining.pop(best_at)
+        taken.append(index)
+        per_session[int(session[index])] = per_session.get(int(session[index]), 0) + 1
+    return np.asarray(taken, dtype=np.int64)
 
 
 def best_first(final: np.ndarray, seq: np.ndarray, pos: np.ndarray, limit: int) -> np.ndarray:
@@ -144,3 +189,35 @@ def context_vector(turn: Sequence[float], context: Sequence[float] | None, *, mi
     combined = list(turn) if context is None else [a + mix * b for a, b in zip(turn, context, strict=True)]
     norm = math.sqrt(sum(v * v for v in combined))
     return [v / norm for v in combined] if norm else combined
+
+
+# ------------------------------------------------------------------ the second hop
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}\b")
+
+
+def bridge_terms(query: str, texts: Sequence[str], *, exclude: set[str], limit: int) -> list[str]:
+    """Words the first hits share beyond the query: the names, places and events a second
+    search follows into other sessions.
+
+    A capitalised word inside a sentence is taken as a name; another word counts when at least
+    two of the hits say it. Words of the query, stopwords and `exclude` (the participants' names)
+    are left out; most frequent first, then in order of appearance.
+    """
+    from memory.engine.sparse import STOPWORDS, stem, tokenize
+
+    asked = set(tokenize(query))
+    excluded = {stem(word.lower()) for word in exclude}
+    counts: dict[str, float] = {}
+    for text in texts:
+        names = {stem(word.lower()) for word in _NAME.findall(text)}
+        words = set(tokenize(text))
+        for word in names:
+            counts[word] = counts.get(word, 0.0) + 1.5
+        for word in words - names:
+            counts[word] = counts.get(word, 0.0) + 1.0
+    kept = [(word, count) for word, count in counts.items()
+            if word not in asked and word not in excluded and word not in STOPWORDS and len(word) > 2
+            and not word.isdigit() and count >= 1.5]
+    kept.sort(key=lambda entry: -entry[1])
+    return [word for word, _ in kept[:limit]]

@@ -33,7 +33,9 @@ POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid", "memory.reca
 
 # What a recalled page shows; the stored embedding (1.5 kB a page) and the graph fields stay behind.
 PAGE_FIELDS = ("id", "user_id", "tier", "seq", "query", "response", "timestamp", "source_ids", "segment_id",
-               "repressed")
+               "repressed", "attachment_text")  # recall_text reads the attachment: deferred, it cost a query a page
+# What ranking reads of a candidate page before it is chosen.
+PAGE_KEY_FIELDS = ("id", "user_id", "tier", "seq", "segment_id", "repressed")
 # What ranking and heat read of a segment (its vector stays behind too).
 SEGMENT_FIELDS = ("id", "user_id", "status", "summary", "keywords", "n_visit", "l_interaction", "last_access",
                   "page_count", "pinned", "repressed")

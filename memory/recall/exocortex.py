@@ -1,26 +1,28 @@
-"""The Exocortex policy (seed 002, issue 20): pages and recollections by nostalgia-weighted relevance.
+"""The Exocortex policy (seed 002, issue 20): memories by nostalgia-weighted relevance.
 
 Each candidate's weight is ((relevance · nostalgia) + recency) · type_weight, nostalgia = 1 − recency
-(memory/engine/exocortex.py says why): relevance is the query cosine from the vector index,
-clamped to [0, 1]; recency is the user's own decay curve (their two settings, normalised to the
-age of their oldest page); the type weight is the memory kind's (a page is a "core" memory, a
-recollection gets the slight boost). The Generative Agents product over the same candidates is
-memory/recall/generative_agents.py; both share everything here but the formula, so a benchmark
-compares the formulas alone.
+(memory/engine/exocortex.py says why). Relevance comes from the shared relevance core
+(memory/recall/relevance.py): the candidates are the utterances it ranks best, each with its score
+scaled onto [0, 1] among them (min-max), so the formula weighs the project's best notion of what
+matches rather than a bare cosine. Recency is the user's own decay curve (their two settings,
+normalised to the age of their oldest page); the type weight is the memory kind's (an utterance is
+a "core" memory, a recollection gets the slight boost). The Generative Agents product over the
+same candidates is memory/recall/generative_agents.py; both share everything here but the
+formula, so a benchmark compares the formulas alone.
 
-Candidates: the user's pages in the recall's tiers (MTM, and STM for a benchmark) nearest the
-query, and their stored recollections nearest it; the index has no repressed point, and the
-rows are checked again (`owned`): a repressed page, a page of a repressed segment, and a
-recollection with a repressed or deleted member are never recalled (a recollection quotes its
-members). Recollections are made after the reply, by maintenance (memory/services/exocortex.py):
-clustering costs 90–500 ms warm (scripts/bench_recollection.py), beyond a recall's budget, so a
-turn's recollections are recalled from the next turn on.
+Recollections are candidates too, as relevant as their most relevant member page on the same
+scale. The index has no repressed point, and rows are checked again: a repressed page, a page of a
+repressed segment, and a recollection with a repressed or deleted member are never recalled (a
+recollection quotes its members). Recollections are made after the reply, by maintenance
+(memory/services/exocortex.py): clustering costs 90–500 ms warm (scripts/bench_recollection.py),
+beyond a recall's budget, so a turn's recollections are recalled from the next turn on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +32,8 @@ from memory.engine import exocortex as exo
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Recollection, Segment, UserMemoryState
 from memory.recall import rows
-from memory.recall.base import PAGE_FIELDS, Ranking, RecallContext, RecallPolicy, owned, register_policy
+from memory.recall.base import Ranking, RecallContext, RecallPolicy, owned, register_policy
+from memory.recall.relevance import TurnRelevance, keyword_turns, turn_items, turn_relevance
 
 RECOLLECTION_FIELDS = ("id", "user_id", "text", "members", "created_at", "repressed", "prompt_similarity")
 RECOLLECTION_KIND = "recollection"  # the point's kind in the index and the recalled item's kind
@@ -58,54 +61,96 @@ def oldest_page_time(user) -> datetime | None:
     return first[0].timestamp if first else None
 
 
-class WeightedPolicy(RecallPolicy):
-    """Candidates by the query cosine, weighed by `weigh` on the user's decay curve."""
+@dataclass(frozen=True)
+class _Turn:
+    """An utterance candidate: its index among the relevance core's candidates, and when it was said."""
 
-    rank_part = "weighted pages"
+    id: str
+    index: int
+    timestamp: datetime
+
+
+class WeightedPolicy(RecallPolicy):
+    """Utterances by the relevance core, and recollections, weighed by `weigh` on the user's decay curve."""
+
+    rank_part = "weighted memories"
+    early_part = "keyword search"
     weigh: Weigh  # a staticmethod of the engine
 
+    def search_early(self, context: RecallContext) -> dict[str, float]:
+        return keyword_turns(user=context.user, query=context.query, tiers=context.turn_tiers)
+
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
-        pages = _page_candidates(context, query_vector)
-        recollections = _recollection_candidates(context, query_vector)
+        found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
+                               tiers=context.turn_tiers, sparse=early)
+        turns = _turn_candidates(found)
+        recollections = _recollection_candidates(context, query_vector, found)
         oldest = oldest_page_time(context.user)
         decay = decay_settings_of(context.user.pk)
-        candidates = pages + recollections
+        candidates = turns + recollections
         ages = [max(0.0, (context.now - row.timestamp).total_seconds()) for row, _, _ in candidates]
         span = max([0.0, *ages, (context.now - oldest).total_seconds() if oldest else 0.0])
         recency = exo.recencies(ages, oldest_age_seconds=span, settings=decay)
         weights = type_weights()
         weighed = []
-        for (row, cosine, kind), value in zip(candidates, recency.tolist(), strict=True):
-            terms = self.weigh(relevance=exo.relevance_from_cosine(cosine), recency=min(1.0, max(0.0, value)),
-                                     kind=kind, type_weights=weights)
-            weighed.append((terms, row, cosine))
+        for (row, relevance, kind), value in zip(candidates, recency.tolist(), strict=True):
+            terms = self.weigh(relevance=relevance, recency=min(1.0, max(0.0, value)) if DECAY else 0.0,
+                               kind=kind, type_weights=weights)
+            weighed.append((terms, row))
         weighed.sort(key=lambda entry: (-entry[0].weight, str(entry[1].id)))
-        items = [_item(row, terms, cosine, age_seconds=(context.now - row.timestamp).total_seconds())
-                 for terms, row, cosine in weighed[:context.params.top_k_pages]]
+        items = _items(context, found, weighed[:context.params.top_k_pages])
         curve = exo.decay_curve(oldest_age_seconds=span, settings=decay)
         return Ranking(items=items, trace={
             "weights": [{"id": i.ref, "kind": i.kind, "text": i.text[:160], **i.breakdown} for i in items],
+            # the utterances as the hybrid policy's trace shows them (the recall panel reads both)
+            "turns": [{"id": i.ref, "text": i.text[:160], "segment_id": i.breakdown.get("segment_id", ""),
+                       "said_at": i.timestamp.isoformat() if i.timestamp else ""} for i in items if i.kind == "turn"],
             "decay": {"short_term_minutes": round(decay.short_term_seconds / 60.0, 4),
                       "long_term_threshold": decay.long_term_threshold,
                       "oldest_age_days": round(span / 86400.0, 4),
                       "short_term_threshold": round(curve.short_term_threshold, 4)},
-            "candidates": {"pages": len(pages), "recollections": len(recollections)},
+            "candidates": {"turns": len(turns), "recollections": len(recollections)},
         })
+
+
+# Switched off only by an ablation (bench retrieval --ablate): recency 0 leaves relevance alone.
+DECAY = True
 
 
 def _candidate_limit() -> int:
     return settings.MEMORYOS["EXOCORTEX_CANDIDATES"]
 
 
-def _page_candidates(context: RecallContext, query_vector: Sequence[float]) -> list[tuple[Any, float, str]]:
-    hits = configured.vector_index().search(
-        user_id=str(context.user.pk), vector=query_vector, limit=_candidate_limit(), kind="page",
-        match_any={"tier": list(context.turn_tiers)}, fields=())
-    found = owned(DialoguePage, PAGE_FIELDS, [h.id for h in hits], context.user)
-    found = {key: row for key, row in found.items() if row.tier in context.turn_tiers}
-    hidden = _repressed_segments(context.user, {str(row.segment_id) for row in found.values() if row.segment_id})
-    return [(found[h.id], h.score, exo.CORE) for h in hits
-            if h.id in found and str(found[h.id].segment_id) not in hidden]
+def _turn_candidates(found: TurnRelevance) -> list[tuple[_Turn, float, str]]:
+    """The utterances the relevance core ranks best, each with its relevance on (0, 1]."""
+    best = found.ranked(_candidate_limit(), diverse=False)
+    relevance = found.normalised({index: float(found.final[index]) for index in best})
+    return [(_Turn(id=found.keys[index], index=index,
+                   timestamp=datetime.fromtimestamp(found.facts[found.keys[index]].timestamp, tz=UTC)),
+             relevance[index], exo.CORE) for index in best]
+
+
+def _items(context: RecallContext, found: TurnRelevance, weighed: list) -> list[RecalledItem]:
+    """The weighed memories as items, best first: utterances read through the relevance core
+    (their pages' rows, so a repressed page is never shown), recollections as they are."""
+    said = {item.ref: item for item in
+            turn_items(context.user, found, [row.index for _, row in weighed if isinstance(row, _Turn)])}
+    items = []
+    for terms, row in weighed:
+        breakdown = {name: round(value, 4) for name, value in terms.as_dict().items()}
+        age_days = round((context.now - row.timestamp).total_seconds() / 86400.0, 4)
+        if isinstance(row, _Turn):
+            turn = said.get(row.id)
+            if turn is None:
+                continue
+            breakdown.update(age_days=age_days, final=turn.breakdown["final"],
+                             segment_id=turn.breakdown.get("segment_id", ""))
+            items.append(replace(turn, score=terms.weight, breakdown=breakdown))
+        else:
+            breakdown["age_days"] = age_days
+            items.append(RecalledItem(kind=RECOLLECTION_KIND, ref=str(row.id), text=row.text, score=terms.weight,
+                                      timestamp=row.created_at, source_ids=(), breakdown=breakdown))
+    return items
 
 
 def _repressed_segments(user, ids: set[str]) -> set[str]:
@@ -115,36 +160,28 @@ def _repressed_segments(user, ids: set[str]) -> set[str]:
                                          among={"id": sorted(ids)})}
 
 
-def _recollection_candidates(context: RecallContext,
-                             query_vector: Sequence[float]) -> list[tuple[Any, float, str]]:
+def _recollection_candidates(context: RecallContext, query_vector: Sequence[float],
+                             relevance: TurnRelevance) -> list[tuple[Any, float, str]]:
+    """The stored recollections nearest the query. A recollection is as relevant as its most
+    relevant member, on the utterances' scale (a cosine to its summary would be another scale,
+    and one a summary written offline does not earn)."""
     hits = configured.vector_index().search(user_id=str(context.user.pk), vector=query_vector,
                                             limit=_candidate_limit() // 4, kind=RECOLLECTION_KIND, fields=())
     found = owned(Recollection, RECOLLECTION_FIELDS, [h.id for h in hits], context.user)
     members = {member for row in found.values() for member in row.members}
-    live = owned(DialoguePage, ("id", "user_id", "repressed", "segment_id"), members, context.user)
-    hidden = _repressed_segments(context.user, {str(p.segment_id) for p in live.values() if p.segment_id})
-    live = {key for key, page in live.items() if str(page.segment_id) not in hidden}
+    pages = owned(DialoguePage, ("id", "user_id", "repressed", "segment_id", "seq"), members, context.user)
+    hidden = _repressed_segments(context.user, {str(p.segment_id) for p in pages.values() if p.segment_id})
+    live = {key for key, page in pages.items() if str(page.segment_id) not in hidden}
+    page_relevance = relevance.normalised(relevance.page_scores())
     result = []
     for hit in hits:
         row = found.get(hit.id)
         if row is None or not all(member in live for member in row.members):
             continue  # a recollection quotes its members: one repressed or deleted hides it
         row.timestamp = row.created_at
-        result.append((row, hit.score, exo.RECOLLECTION))
+        best = max(page_relevance.get(pages[member].seq, 0.0) for member in row.members) if row.members else 0.0
+        result.append((row, best, exo.RECOLLECTION))
     return result
-
-
-def _item(row, terms: exo.WeightBreakdown, cosine: float, *, age_seconds: float) -> RecalledItem:
-    breakdown = {name: round(value, 4) for name, value in terms.as_dict().items()}
-    breakdown["cosine"] = round(cosine, 4)
-    breakdown["age_days"] = round(age_seconds / 86400.0, 4)
-    if terms.kind == exo.RECOLLECTION:
-        return RecalledItem(kind=RECOLLECTION_KIND, ref=str(row.id), text=row.text, score=terms.weight,
-                            timestamp=row.created_at, source_ids=(), breakdown=breakdown)
-    breakdown["segment_id"] = str(row.segment_id) if row.segment_id else ""
-    return RecalledItem(kind="mtm_page", ref=str(row.id), text=row.recall_text,
-                        score=terms.weight, timestamp=row.timestamp, source_ids=tuple(row.source_ids),
-                        breakdown=breakdown)
 
 
 @register_policy

@@ -2,7 +2,8 @@
 
 The product as seed 002 states it (Park et al. 2023, "Generative Agents"), kept beside the
 Exocortex's sum so that `bench retrieval` compares the two formulas on the same candidates, the
-same relevance (the query cosine, clamped to [0, 1]) and the same recency (the user's decay curve:
+same relevance (the shared relevance core's, scaled onto [0, 1] among the candidates) and the same
+recency (the user's decay curve:
 the paper's 0.995-per-hour decay since last access would change the curve too, and then the
 comparison would not say which change mattered). A low recency drags a high relevance down here,
 which is what the Exocortex's nostalgia term was made to prevent.

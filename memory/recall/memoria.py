@@ -38,7 +38,9 @@ from memory.models import (
     Tier,
     bytes_to_vector,
 )
+from memory.recall import rows
 from memory.recall.base import PAGE_FIELDS, Ranking, RecallContext, RecallPolicy, owned, register_policy
+from memory.recall.relevance import keyword_turns, turn_relevance
 from persona.models import AgentTrait, KnowledgeFact
 
 RECALLABLE_KINDS = (MemoryNode.Kind.PAGE, MemoryNode.Kind.SEGMENT, MemoryNode.Kind.FACT, MemoryNode.Kind.AGENT_TRAIT)
@@ -67,29 +69,36 @@ class MemoriaPolicy(RecallPolicy):
     rank_part = "memoria"
     early_part = "full-text search"
 
-    def search_early(self, context: RecallContext) -> dict[str, float]:
+    def search_early(self, context: RecallContext) -> tuple[dict[str, float], dict[str, float]]:
+        """Memoria's own full-text search over pages, and the relevance core's keyword list."""
         limit = settings.MEMORYOS["MEMORIA_CANDIDATES"]
-        return {hit.doc_id: hit.score for hit in
-                fulltext_index().search(user_id=context.user.pk, text=context.query, limit=limit)}
+        pages = {hit.doc_id: hit.score for hit in
+                 fulltext_index().search(user_id=context.user.pk, text=context.query, limit=limit)}
+        return pages, keyword_turns(user=context.user, query=context.query, tiers=context.turn_tiers)
 
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
-        return memoria_ranking(context, query_vector, early or {}, params=memoria_params())
+        fulltext, sparse = early or ({}, None)
+        return memoria_ranking(context, query_vector, fulltext, params=memoria_params(), sparse=sparse)
 
 
 def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fulltext: Mapping[str, float], *,
-                    params: MemoriaParams) -> Ranking:
+                    params: MemoriaParams, sparse: dict[str, float] | None = None) -> Ranking:
     user = context.user
     limit = settings.MEMORYOS["MEMORIA_CANDIDATES"]
-    hits = configured.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind="page",
-                                            match_any={"tier": list(context.turn_tiers)})
-    cosine = {hit.id: hit.score for hit in hits}
-    pages = _pages(user, [*cosine, *fulltext], tiers=context.turn_tiers)
+    found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
+                           tiers=context.turn_tiers, sparse=sparse)
+    by_seq = found.page_scores()
+    best = sorted(by_seq, key=lambda seq: (-by_seq[seq], seq))[:limit]
+    seq_rows = rows.rows(DialoguePage, ("id", "seq"), equal={"user": user.pk}, among={"seq": sorted(best)})
+    normalised = found.normalised({seq: by_seq[seq] for seq in best})
+    relevance = {str(row.id): normalised[row.seq] for row in seq_rows}
+    pages = _pages(user, [*relevance, *fulltext], tiers=context.turn_tiers)
     nodes = {node.object_id: node for node in MemoryNode.objects.filter(
         user=user, kind=MemoryNode.Kind.PAGE, object_id__in=list(pages))}
     sonas = _sona_terms(context, nodes.values(), pages)
     candidates = [
         Candidate(cid=str(node.pk), timestamp=pages[page_id].timestamp.timestamp(),
-                  cosine=cosine.get(page_id, 0.0), fulltext=fulltext.get(page_id, 0.0),
+                  cosine=relevance.get(page_id, 0.0), fulltext=fulltext.get(page_id, 0.0),
                   importance=node.importance, sona=sonas.get(node.pk, 0.0))
         for page_id, node in nodes.items()
     ]

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 
 # A turn point's id is derived from (page, position), so these payload fields never change for it.
-FIXED_FIELDS = ("seq", "pos", "speaker")
+FIXED_FIELDS = ("seq", "pos", "speaker", "timestamp")
 
 
 class TurnFact(NamedTuple):
@@ -28,11 +28,18 @@ class TurnFact(NamedTuple):
     seq: int
     pos: int
     speaker: str
+    timestamp: float = 0.0  # when the page was said (Unix seconds): time windows, sessions
+
+    @property
+    def day(self) -> int:
+        """The session a turn belongs to, for diversity: the day it was said."""
+        return int(self.timestamp // 86400)
 
     @classmethod
     def of(cls, payload: dict[str, Any]) -> TurnFact:
         # Speaker names repeat on every turn: one shared string each.
-        return cls(int(payload["seq"]), int(payload["pos"]), sys.intern(str(payload.get("speaker", ""))))
+        return cls(int(payload["seq"]), int(payload["pos"]), sys.intern(str(payload.get("speaker", ""))),
+                   float(payload.get("timestamp") or 0.0))
 
 
 class TurnFacts:

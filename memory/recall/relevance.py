@@ -1,0 +1,226 @@
+"""The relevance core: how well each remembered utterance matches a query, for every policy.
+
+Every utterance is indexed on its own (memory/services/utterances.py). A query's dense and BM25
+hits are put on one scale (z-scores), re-scored with a pseudo-relevance-feedback query, joined by
+a second hop (a keyword search for the names and events the first hits share beyond the query),
+smoothed along the conversation, and boosted for the participant the query names and for turns
+said in the period the question names (memory/engine/hybrid_scoring.py, time_window.py).
+
+The policies differ in what they add to relevance, never in what matches: the hybrid policy ranks
+these turns directly (with diversity across sessions), the MemoryOS policy ranks segments by
+what their pages score here, Memoria, the Exocortex and Generative Agents weigh each page's
+relevance from here with their own terms. `TurnRelevance` exposes the scores per turn, per page
+and per segment, and normalised to [0, 1] for the formulas that expect a cosine-like relevance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from memory.adapters import configured
+from memory.engine import hybrid_scoring as scoring
+from memory.engine.time_window import Window, question_anchor, question_window
+from memory.engine.types import RecalledItem
+from memory.models import DialoguePage, Tier
+from memory.recall import rows
+from memory.recall.turn_facts import TurnFact, turn_facts
+
+# The project's parameters; a benchmark's ablation runs with some parts switched off.
+PARAMS = scoring.HybridParams()
+
+
+@dataclass
+class TurnRelevance:
+    """The candidate turns of one query with their parts and final scores (arrays indexed like keys)."""
+
+    keys: list[str]
+    facts: dict[str, TurnFact]
+    parts: np.ndarray
+    final: np.ndarray
+    dense: dict[str, float]
+    sparse: dict[str, float]
+    window: Window | None = None
+    bridge: list[str] = field(default_factory=list)
+    params: scoring.HybridParams = field(default_factory=lambda: PARAMS)
+
+    @property
+    def seq(self) -> np.ndarray:
+        return np.fromiter((self.facts[key].seq for key in self.keys), dtype=np.int64, count=len(self.keys))
+
+    @property
+    def pos(self) -> np.ndarray:
+        return np.fromiter((self.facts[key].pos for key in self.keys), dtype=np.int64, count=len(self.keys))
+
+    def ranked(self, limit: int, *, diverse: bool = True) -> list[int]:
+        """Indices of the best `limit` turns; spread over sessions unless `diverse` is off."""
+        seq, pos = self.seq, self.pos
+        if not diverse:
+            return scoring.best_first(self.final, seq, pos, limit).tolist()
+        day = np.fromiter((self.facts[key].day for key in self.keys), dtype=np.int64, count=len(self.keys))
+        return scoring.diverse_first(self.final, seq, pos, day, limit, penalty=self.params.session_penalty).tolist()
+
+    def page_scores(self) -> dict[int, float]:
+        """Page seq -> the best final score among its turns (a page is as relevant as its best line)."""
+        best: dict[int, float] = {}
+        for key, score in zip(self.keys, self.final.tolist(), strict=True):
+            seq = self.facts[key].seq
+            if score > best.get(seq, -np.inf):
+                best[seq] = score
+        return best
+
+    def normalised(self, scores: dict[Any, float]) -> dict[Any, float]:
+        """Scores mapped onto [0, 1] for formulas that weigh a cosine-like relevance: a min-max
+        scale over the candidates given (the best 1, the weakest 0). The z-scale has no absolute
+        zero, so the map is relative to this query's candidates; it keeps their order and spreads
+        them, so a policy's own terms reorder candidates of close relevance without lifting a
+        weak match over a strong one, and never decide between candidates tied at a floor."""
+        if not scores:
+            return {}
+        best, worst = max(scores.values()), min(scores.values())
+        spread = best - worst
+        if spread <= 0:
+            return {key: 1.0 for key in scores}
+        return {key: float((value - worst) / spread) for key, value in scores.items()}
+
+    def breakdown(self, index: int) -> dict[str, float]:
+        key = self.keys[index]
+        parts = {name: round(value, 4) for name, value in scoring.part_dict(self.parts, index).items()}
+        parts["final"] = round(float(self.final[index]), 4)
+        parts["cosine"] = round(self.dense.get(key, 0.0), 4)
+        parts["bm25"] = round(self.sparse.get(key, 0.0), 4)
+        return parts
+
+
+def _turn_scope(tiers: Sequence[str]) -> dict[str, Any]:
+    return {"match_any": {"tier": list(tiers)}, "kind": "turn", "fields": ()}
+
+
+def keyword_turns(*, user, query: str, tiers: Sequence[str] = (Tier.MTM,),
+                  params: scoring.HybridParams | None = None) -> dict[str, float]:
+    """The BM25 list: turn id -> score. It needs no query vector, so recall runs it while the
+    query is being embedded."""
+    params = params or PARAMS
+    if not query.strip():
+        return {}
+    return {hit.id: hit.score for hit in configured.vector_index().search_text(
+        user_id=str(user.pk), text=query, limit=params.candidates, **_turn_scope(tiers))}
+
+
+def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tiers: Sequence[str] = (Tier.MTM,),
+                   sparse: dict[str, float] | None = None,
+                   params: scoring.HybridParams | None = None) -> TurnRelevance:
+    """Every candidate turn of the query with its parts and final score. `sparse` is the query's
+    keyword_turns when the caller has it already."""
+    params = params or PARAMS
+    index = configured.vector_index()
+    user_id = str(user.pk)
+    scope = _turn_scope(tiers)
+    dense = {hit.id: hit.score for hit in
+             index.search(user_id=user_id, vector=query_vector, limit=params.candidates, **scope)}
+    if sparse is None:
+        sparse = keyword_turns(user=user, query=query, tiers=tiers, params=params)
+    facts = turn_facts().get(index, user_id=user_id, ids=list({**dense, **sparse}))
+    window = question_window(query, now=now) or _anchored_window(user, query, tiers, params)
+    if not facts:
+        return TurnRelevance([], {}, np.zeros((0, len(scoring.PART_NAMES))), np.zeros(0), dense, sparse, window,
+                             params=params)
+    speakers = {fact.speaker for fact in facts.values()}
+    named = scoring.named_speakers(query, speakers)
+    first = _score(facts, dense, sparse, None, None, named, window, params)
+    # The feedback query leans toward the best hits by their unsmoothed parts.
+    top = [first.keys[i] for i in np.argsort(-first.parts.sum(axis=1), kind="stable")[:params.feedback_top]]
+    top_vectors = list(index.get_vectors(user_id=user_id, ids=top).values())
+    fb_query = scoring.feedback_query(query_vector, top_vectors, mix=params.feedback_mix)
+    feedback = {hit.id: hit.score for hit in
+                index.search(user_id=user_id, vector=fb_query, limit=params.candidates, **scope)}
+    hop, bridge = None, []
+    if params.hop_weight > 0:
+        hop, bridge = _second_hop(user, query, first, speakers, tiers, params)
+    facts.update(turn_facts().get(index, user_id=user_id,
+                                  ids=[key for key in {**feedback, **(hop or {})} if key not in facts]))
+    result = _score(facts, dense, sparse, feedback, hop, named, window, params)
+    result.bridge = bridge
+    return result
+
+
+def _anchored_window(user, query: str, tiers: Sequence[str], params: scoring.HybridParams) -> Window | None:
+    """For "after the road trip": the weeks next to the best keyword match of the event named."""
+    anchor = question_anchor(query)
+    if anchor is None or params.time_boost <= 0:
+        return None
+    hits = keyword_turns(user=user, query=anchor.event, tiers=tiers, params=replace(params, candidates=5))
+    if not hits:
+        return None
+    best = max(hits, key=lambda key: hits[key])
+    fact = turn_facts().get(configured.vector_index(), user_id=str(user.pk), ids=[best]).get(best)
+    return anchor.window(fact.timestamp) if fact is not None and fact.timestamp else None
+
+
+def _score(facts, dense, sparse, feedback, hop, named, window: Window | None,
+           params: scoring.HybridParams) -> TurnRelevance:
+    keys = list(facts)
+    speakers = [facts[key].speaker for key in keys]
+    in_window = None
+    if window is not None:
+        in_window = np.fromiter((window.contains(facts[key].timestamp) for key in keys), dtype=bool, count=len(keys))
+    parts = scoring.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=feedback, speakers=speakers,
+                                named=named, params=params, hop=hop, in_window=in_window)
+    relevance = TurnRelevance(keys, facts, parts, np.zeros(len(keys)), dense, sparse, window, params=params)
+    relevance.final = scoring.final_array(parts, relevance.seq, relevance.pos, params=params)
+    return relevance
+
+
+def _second_hop(user, query: str, first: TurnRelevance, speakers: set[str], tiers: Sequence[str],
+                params: scoring.HybridParams) -> tuple[dict[str, float] | None, list[str]]:
+    """A keyword search for what the first hits share beyond the query (scoring.bridge_terms)."""
+    seeds = [first.keys[i] for i in np.argsort(-first.parts.sum(axis=1), kind="stable")[:params.hop_seeds]]
+    texts = turn_texts(user, [first.facts[key] for key in seeds])
+    terms = scoring.bridge_terms(query, texts, exclude=speakers, limit=params.hop_terms)
+    if not terms:
+        return None, []
+    return keyword_turns(user=user, query=" ".join(terms), tiers=tiers, params=params), terms
+
+
+def turn_texts(user, facts: Sequence[TurnFact]) -> list[str]:
+    """What each turn said, read from its page's stored utterances."""
+    seqs = sorted({fact.seq for fact in facts})
+    pages = {page.seq: page for page in rows.rows(DialoguePage, ("seq", "utterances"),
+                                                   equal={"user": user.pk, "repressed": False}, among={"seq": seqs})}
+    texts = []
+    for fact in facts:
+        page = pages.get(fact.seq)
+        if page is not None and fact.pos < len(page.utterances or ()):
+            texts.append(page.utterances[fact.pos].get("text", ""))
+    return texts
+
+
+def with_params(**changes: Any) -> scoring.HybridParams:
+    """The project's parameters with some changed (ablations, experiments)."""
+    return replace(PARAMS, **changes)
+
+
+def turn_items(user, found: TurnRelevance, ranked: Sequence[int]) -> list[RecalledItem]:
+    """The ranked candidates as items with their utterance and score breakdown."""
+    facts = found.facts
+    seqs = sorted({facts[found.keys[i]].seq for i in ranked})
+    pages = {page.seq: page for page in rows.rows(DialoguePage, ("seq", "utterances", "segment", "timestamp"),
+                                                   equal={"user": user.pk, "repressed": False}, among={"seq": seqs})}
+    items = []
+    for i in ranked:
+        key = found.keys[i]
+        page = pages.get(facts[key].seq)
+        pos = facts[key].pos
+        if page is None or pos >= len(page.utterances):
+            continue
+        utt = page.utterances[pos]
+        breakdown: dict = found.breakdown(i)
+        breakdown["segment_id"] = str(page.segment_id) if page.segment_id else ""
+        items.append(RecalledItem(
+            kind="turn", ref=key, text=f"{utt['speaker']}: {utt['text']}", score=float(found.final[i]),
+            timestamp=page.timestamp, source_ids=(utt["id"],) if utt.get("id") else (), breakdown=breakdown,
+        ))
+    return items
