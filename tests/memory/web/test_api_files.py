@@ -1,12 +1,13 @@
 """The files routes of the REST API: upload (multipart) with a session or a token, a turn that names
 its files by content id, the bytes read back as a download by their owner only, limits and
-refusals with the API's error shape and nothing stored."""
+refusals with the API's error shape and nothing stored: hostile files among them."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from django.core.files.storage import storages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
@@ -15,6 +16,12 @@ from memory.services.files import file_upload
 from memory.services.tokens import token_create
 from memory.services.turns import turn_run
 from memory.web.rate_limit import rate_limits_reset
+from tests.memory.hostile_files import (
+    BOMB_SIDE,
+    IMAGE_BOMBS,
+    pdf_inflation_bomb,
+    pdf_many_pages,
+)
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 NOTES = b"The ferry to Hvar leaves Split at 07:45; the key box code is 5521."
@@ -108,3 +115,25 @@ def test_refusals_say_why_and_store_nothing(clients, settings):
                            content_type="application/json")
     assert turn.status_code == 400 and "No uploaded file with content id" in turn.json()["message"]
     assert not AttachedFile.objects.filter(user=ana).exists() and not DialoguePage.objects.filter(user=ana).exists()
+
+
+# ------------------------------------------------------------------ hostile uploads
+
+def stored_blobs() -> list[str]:
+    storage = storages["memory_files"]
+    folders, _files = storage.listdir("")
+    return sorted(name for folder in folders for name in storage.listdir(folder)[1])
+
+
+def test_bombs_get_a_400_naming_the_file_and_the_limit_and_nothing_is_stored(clients):
+    ana, ana_client, _bob, _bob_client = clients
+    blobs = stored_blobs()
+    refusals = [(name, make(BOMB_SIDE, BOMB_SIDE), "The image declares 3,600,000,000 pixels")
+                for name, make in sorted(IMAGE_BOMBS.items())]
+    refusals += [("inflates.pdf", pdf_inflation_bomb(), "The PDF is past a limit of what is read from one"),
+                 ("pages.pdf", pdf_many_pages(), "The PDF is past a limit of what is read from one")]
+    for name, data, reason in refusals:
+        refused = upload(ana_client, name, data, content_type="application/octet-stream")
+        assert refused.status_code == 400, (name, refused.content)
+        assert refused.json()["code"] == "invalid" and refused.json()["message"].startswith(f"{name}: {reason}")
+    assert not AttachedFile.objects.filter(user=ana).exists() and stored_blobs() == blobs
