@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files.storage import storages
 from multiformats import CID, multihash
 
@@ -23,7 +24,7 @@ from memory.services.files import blob_path, file_open, file_upload
 from memory.services.portable import memory_export, memory_import
 from memory.services.recall import recall_for_query
 from memory.services.turns import turn_run
-from tests.memory.hostile_files import BOMB_SIDE, IMAGE_BOMBS, pdf_inflation_bomb, pdf_many_pages
+from tests.memory.hostile_files import BOMB_SIDE, IMAGE_BOMBS, pdf_inflation_bomb, pdf_many_pages, pdf_slow_pages
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 
@@ -109,6 +110,26 @@ def test_bombs_are_refused_naming_the_file_and_the_limit_and_nothing_is_stored(m
     assert not AttachedFile.objects.filter(user=ana).exists()
     assert not MemoryNode.objects.filter(user=ana, kind=MemoryNode.Kind.FILE).exists()
     assert stored_blobs() == blobs
+
+
+def test_a_slow_pdf_is_kept_with_the_pages_read_in_budget_or_refused_as_configured(make_user, memory_env):
+    ana = make_user("ana")
+    slow = pdf_slow_pages(quick_pages=2)
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "FILE_READ_SECONDS": 2.0, "FILE_READ_OVER_TIME": "refuse"}
+    with pytest.raises(MemoryInputError, match=r"^slow.pdf: Reading it takes longer than the 2 s a file may take"):
+        file_upload(user=ana, name="slow.pdf", data=slow)
+    assert not AttachedFile.objects.filter(user=ana).exists()
+    assert not storages["memory_files"].exists(blob_path(independent_raw_cid(slow)))
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "FILE_READ_OVER_TIME": "keep"}
+    kept = file_upload(user=ana, name="slow.pdf", data=slow)
+    assert kept.text == "Quick page 1.\n\nQuick page 2."
+    assert kept.extraction == "pdf: 14 pages, text of 2 read (reading stopped after 2 s)"
+    assert storages["memory_files"].exists(blob_path(kept.content_cid))
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "FILE_READ_OVER_TIME": "truncate"}
+    with pytest.raises(ImproperlyConfigured, match="MEMORYOS_FILE_READ_OVER_TIME is 'truncate'; it may be keep or"):
+        file_upload(user=ana, name="slow.pdf", data=slow)
 
 
 # ------------------------------------------------------------------ a turn that carries files
