@@ -1,6 +1,7 @@
 """The files routes of the REST API: upload (multipart) with a session or a token, a turn that names
 its files by content id, the bytes read back as a download by their owner only, limits and
-refusals with the API's error shape and nothing stored: hostile files among them."""
+refusals with the API's error shape and nothing stored: hostile files, a file name over Django's
+limit."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from memory.web.rate_limit import rate_limits_reset
 from tests.memory.hostile_files import (
     BOMB_SIDE,
     IMAGE_BOMBS,
+    multipart,
     pdf_inflation_bomb,
     pdf_many_pages,
 )
@@ -137,3 +139,19 @@ def test_bombs_get_a_400_naming_the_file_and_the_limit_and_nothing_is_stored(cli
         assert refused.status_code == 400, (name, refused.content)
         assert refused.json()["code"] == "invalid" and refused.json()["message"].startswith(f"{name}: {reason}")
     assert not AttachedFile.objects.filter(user=ana).exists() and stored_blobs() == blobs
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_file_name_over_django_s_header_limit_gets_a_400_with_the_reason(clients, settings, debug):
+    settings.DEBUG = debug  # in DEBUG ninja answered the parser's error with a 500 and its traceback
+    ana, ana_client, _bob, _bob_client = clients
+    body, content_type = multipart("n" * 1100 + ".txt", NOTES)
+    refused = ana_client.post("/api/memory/files", body, content_type=content_type)
+    assert refused.status_code == 400, refused.content
+    assert refused.json() == {"code": "invalid_upload", "detail": None, "message": (
+        "The multipart body cannot be read: Request max total header size exceeded. A part's headers, its file "
+        "name among them, may be at most 1,024 bytes: shorten the file name.")}
+    body, content_type = multipart("n" * 600 + ".txt", NOTES)  # a long name that fits: Django keeps 255 characters
+    kept = ana_client.post("/api/memory/files", body, content_type=content_type)
+    assert kept.status_code == 200 and kept.json()["name"] == "n" * 251 + ".txt"
+    assert AttachedFile.objects.filter(user=ana).count() == 1
