@@ -65,10 +65,15 @@ def file_text_within(data: bytes, *, declared_type: str = "", max_chars: int, ma
         source.write(data)
         source.seek(0)
         started = time.monotonic()
-        worker = subprocess.Popen([sys.executable, "-m", "memory.adapters.file_reader", json.dumps(request)],
-                                  stdin=source, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
-                                  env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                      filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+        try:
+            worker = subprocess.Popen([sys.executable, "-m", "memory.adapters.file_reader", json.dumps(request)],
+                                      stdin=source, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+                                      env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                          filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+        except OSError as error:  # out of processes or memory: the server's state, not the file's
+            log.error("file reader could not start: %s", error)
+            raise FileTypeError(f"The server could not start its file reader ({error.strerror or error}); "
+                                "try again later.") from None
     try:
         for event in _events(worker, deadline=started + budget.seconds):
             if "pages" in event:

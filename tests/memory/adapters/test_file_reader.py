@@ -6,10 +6,12 @@ worker past its memory limit is refused. Real Pillow and pypdf, real worker proc
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
+from memory.adapters import file_reader
 from memory.adapters.file_reader import ReadBudget, file_text_within
 from memory.adapters.file_text import MAX_IMAGE_PIXELS, FileTypeError, file_text
 from tests.memory.hostile_files import (
@@ -55,16 +57,19 @@ def test_pdfs_past_pypdf_limits_are_refused_with_the_limit_they_hit():
 
 
 def test_a_slow_pdf_is_stopped_at_the_budget_off_the_caller_s_cpu_and_kept_with_the_pages_read():
-    slow = pdf_slow_pages(quick_pages=2)  # 8 kB; unbounded, its 12 slow pages took 41-62 s here
+    slow = pdf_slow_pages(quick_pages=2)  # 8 kB; read unbounded, its 12 slow pages took 62 s here
     started, cpu_started = time.monotonic(), time.process_time()
     kept = read(slow, ReadBudget(seconds=3, over_time="keep"))
     took, cpu = time.monotonic() - started, time.process_time() - cpu_started
     assert 3 <= took < 6, took
     assert cpu < 0.5, cpu  # the worker process did the reading, not the caller's (its GIL stays free)
-    assert kept.media_type == "application/pdf" and kept.text == "Quick page 1.\n\nQuick page 2."
-    assert kept.extraction == "pdf: 14 pages, text of 2 read (reading stopped after 3 s)"
+    # the quick pages are read at once; a slow page takes seconds (2.4 s each on a quiet machine, the
+    # issue says of such a file), so few of them, if any, are read in the budget
+    assert kept.media_type == "application/pdf" and kept.text.startswith("Quick page 1.\n\nQuick page 2.")
+    read_pages = re.fullmatch(r"pdf: 14 pages, text of (\d+) read \(reading stopped after 3 s\)", kept.extraction)
+    assert read_pages and 2 <= int(read_pages.group(1)) < 14, kept.extraction
 
-    with pytest.raises(FileTypeError, match=r"takes longer than the 2 s a file may take \(2 of 14 pages read\)"):
+    with pytest.raises(FileTypeError, match=r"takes longer than the 2 s a file may take \(\d+ of 14 pages read\)"):
         read(slow, ReadBudget(seconds=2, over_time="refuse"))
 
 
@@ -79,3 +84,13 @@ def test_text_is_read_in_place_and_a_broken_pdf_is_refused():
         read(b"\xff\xfe\x00binary")
     with pytest.raises(FileTypeError, match=r"The PDF cannot be read"):
         read(b"%PDF-1.7\n" + b"\x00" * 64)
+
+
+def test_a_worker_that_cannot_start_is_a_refusal_that_says_so(monkeypatch):
+    def no_process(*args, **kwargs):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(file_reader.subprocess, "Popen", no_process)
+    with pytest.raises(FileTypeError, match=r"The server could not start its file reader \(.*temporarily "
+                                            r"unavailable\); try again later"):
+        read(pdf_pages(1))
