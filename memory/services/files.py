@@ -1,8 +1,8 @@
 """Files attached to turns: uploaded, checked, stored by content id, attached to a turn's page.
 
 An upload is checked whole before anything is kept (its size against MEMORYOS_MAX_FILE_BYTES, its
-type from its bytes, its text extracted: memory/adapters/file_text.py, a PDF's or an image's in a
-worker process within MEMORYOS_FILE_READ_*: memory/adapters/file_reader.py). Its bytes are stored
+type from its bytes, its text extracted: memory/adapters/file_text.py, a PDF's in a worker
+process within MEMORYOS_FILE_READ_*: memory/adapters/file_reader.py). Its bytes are stored
 once per content in the "memory_files" storage under their CID (CIDv1, raw codec, sha2-256, so any
 IPLD tool names them the same), and an AttachedFile row with a graph node {name, media_type, size,
 content: link} records that this user has them. A turn then names its files by content id; they are

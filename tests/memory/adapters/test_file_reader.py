@@ -33,7 +33,7 @@ def read(data: bytes, budget: ReadBudget | None = None, **kwargs):
 def test_an_image_whose_header_declares_60000_by_60000_pixels_is_refused(name):
     bomb = IMAGE_BOMBS[name](BOMB_SIDE, BOMB_SIDE)
     assert len(bomb) < 100  # a few dozen bytes declare 3.6 billion pixels
-    for reader in (read, lambda data: file_text(data, max_chars=100)):  # in the worker and in place
+    for reader in (read, lambda data: file_text(data, max_chars=100)):  # the budgeted reader, and the reader
         with pytest.raises(FileTypeError, match=r"The image declares 3,600,000,000 pixels.*at most 89,478,485"):
             reader(bomb)
     if name != "bomb.webp":  # the same forged header with a small size opens (a WebP needs a frame)
