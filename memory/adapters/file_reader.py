@@ -6,7 +6,7 @@ and so is an image: Pillow reads its header and checks its chunks, decoding no p
 declares too many is refused before that (2 ms for a 2.4 MB PNG, where a worker costs 0.3 s).
 
 The worker is this module run by the interpreter that runs the server (`python -m
-memory.adapters.file_reader`): a fresh process, about 0.2 s to start with pypdf and Pillow, that
+memory.adapters.file_reader`): a fresh process, 0.2 to 0.3 s to start with pypdf, that
 inherits nothing of the server's (threads, open index, database connections). It reads the file
 from its stdin and writes one JSON line per event: the PDF opened, each page's text as it is
 read, then the result or why not. Past the time budget it is killed, and the file is kept with
@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -62,40 +63,46 @@ def file_text_within(data: bytes, *, declared_type: str = "", max_chars: int, ma
         return file_text(data, declared_type=declared_type, max_chars=max_chars, max_pixels=max_pixels)
     request = {"declared_type": declared_type, "max_chars": max_chars, "max_pixels": max_pixels,
                "memory_bytes": budget.memory_bytes, "cpu_seconds": math.ceil(budget.seconds) + 1}
+    started = time.monotonic()
+    worker = _worker_start(data, request)
     progress = _Progress()
-    with tempfile.TemporaryFile() as source:
-        source.write(data)
-        source.seek(0)
-        started = time.monotonic()
-        try:
-            worker = subprocess.Popen([sys.executable, "-m", "memory.adapters.file_reader", json.dumps(request)],
-                                      stdin=source, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
-                                      env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                          filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
-        except OSError as error:  # out of processes or memory: the server's state, not the file's
-            log.error("file reader could not start: %s", error)
-            raise FileTypeError(f"The server could not start its file reader ({error.strerror or error}); "
-                                "try again later.") from None
     try:
-        for event in _events(worker, deadline=started + budget.seconds):
-            if "pages" in event:
-                progress.pages = event["pages"]
-            elif "page" in event:
-                progress.texts.append(event["page"])
-            elif "done" in event:
-                return FileText(**event["done"])
-            elif "refused" in event:
-                raise FileTypeError(event["refused"])
-            else:  # its output closed without a result: it died (killed past its memory or CPU limit)
-                log.warning("file reader stopped with exit code %s", worker.wait())
-                raise FileTypeError(f"Reading it was stopped past the reader's limits "
-                                    f"({budget.memory_bytes // 2**20} MB of memory, {budget.seconds:g} s).")
+        with closing(_events(worker, deadline=started + budget.seconds)) as events:
+            for event in events:
+                if "pages" in event:
+                    progress.pages = event["pages"]
+                elif "page" in event:
+                    progress.texts.append(event["page"])
+                elif "done" in event:
+                    return FileText(**event["done"])
+                elif "refused" in event:
+                    raise FileTypeError(event["refused"])
+                else:  # its output closed without a result: it died (killed past its memory or CPU limit)
+                    log.warning("file reader stopped with exit code %s", worker.wait())
+                    raise FileTypeError(f"Reading it was stopped past the reader's limits "
+                                        f"({budget.memory_bytes // 2**20} MB of memory, {budget.seconds:g} s).")
         return _over_time(progress, budget, max_chars)
     finally:
         if worker.poll() is None:
             worker.kill()
         worker.wait()
         worker.stdout.close()
+
+
+def _worker_start(data: bytes, request: dict) -> subprocess.Popen:
+    """The worker, reading `data` from a temporary file as its stdin."""
+    with tempfile.TemporaryFile() as source:
+        source.write(data)
+        source.seek(0)
+        try:
+            return subprocess.Popen([sys.executable, "-m", "memory.adapters.file_reader", json.dumps(request)],
+                                    stdin=source, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT,
+                                    env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+        except OSError as error:  # out of processes or memory: the server's state, not the file's
+            log.error("file reader could not start: %s", error)
+            raise FileTypeError(f"The server could not start its file reader ({error.strerror or error}); "
+                                "try again later.") from None
 
 
 def _events(worker: subprocess.Popen, *, deadline: float):
@@ -112,7 +119,10 @@ def _events(worker: subprocess.Popen, *, deadline: float):
                 return
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
-                yield json.loads(line)
+                try:
+                    yield json.loads(line)
+                except ValueError:  # not ours: something in the reader printed to stdout
+                    log.warning("file reader wrote %r", line[:200])
 
 
 def _over_time(progress: _Progress, budget: ReadBudget, max_chars: int) -> FileText:
