@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import django_auth
@@ -63,6 +65,26 @@ def api_error(request, exc: ApiError):
 @api.exception_handler(ValidationError)
 def validation_error(request, exc: ValidationError):
     return error(request, 422, "validation_error", "The request does not match the schema.", exc.errors)
+
+
+@api.exception_handler(MultiPartParserError)
+def multipart_error(request, exc: MultiPartParserError):
+    """A multipart body Django cannot parse: 400 with its reason (ninja would answer 500 in DEBUG,
+    Django a bare 400 page)."""
+    message = f"The multipart body cannot be read: {exc}"
+    if "header size" in str(exc):  # Django reads at most 1,024 bytes of a part's headers
+        message += " A part's headers, its file name among them, may be at most 1,024 bytes: shorten the file name."
+    return error(request, 400, "invalid_upload", message)
+
+
+@api.exception_handler(TooManyFilesSent)
+@api.exception_handler(TooManyFieldsSent)
+@api.exception_handler(RequestDataTooBig)
+def request_parse_refused(request, exc: SuspiciousOperation):
+    """A body Django refuses as it parses it (over DATA_UPLOAD_MAX_* of fields, files or bytes)."""
+    if isinstance(exc, RequestDataTooBig):
+        return error(request, 413, "body_too_large", str(exc))
+    return error(request, 400, "invalid_upload", str(exc))
 
 
 @api.exception_handler(AuthenticationError)

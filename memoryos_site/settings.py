@@ -248,6 +248,14 @@ MEMORYOS = {
     "FILE_TEXT_MAX_CHARS": env_int("MEMORYOS_FILE_TEXT_MAX_CHARS", 200_000),
     "ATTACHMENT_INDEX_CHARS": env_int("MEMORYOS_ATTACHMENT_INDEX_CHARS", 2000),
     "ATTACHMENT_PROMPT_CHARS": env_int("MEMORYOS_ATTACHMENT_PROMPT_CHARS", 8000),
+    # A PDF is read in a worker process (memory/adapters/file_reader.py) with this wall clock and
+    # address space; one still being read at the deadline is kept with the text of the pages read
+    # so far ("keep") or refused ("refuse"). An image's header may declare at most MAX_IMAGE_PIXELS
+    # (Pillow's default).
+    "FILE_READ_SECONDS": env_float("MEMORYOS_FILE_READ_SECONDS", 10.0),
+    "FILE_READ_MEMORY_BYTES": env_int("MEMORYOS_FILE_READ_MEMORY_BYTES", 512 * 1024 * 1024),
+    "FILE_READ_OVER_TIME": env("MEMORYOS_FILE_READ_OVER_TIME", "keep"),
+    "MAX_IMAGE_PIXELS": env_int("MEMORYOS_MAX_IMAGE_PIXELS", 89_478_485),
     # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,
     # imports); "off": only `manage.py maintenance` runs it.
     "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "thread"),

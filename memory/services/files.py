@@ -1,9 +1,10 @@
 """Files attached to turns: uploaded, checked, stored by content id, attached to a turn's page.
 
 An upload is checked whole before anything is kept (its size against MEMORYOS_MAX_FILE_BYTES, its
-type from its bytes, its text extracted: memory/adapters/file_text.py). Its bytes are stored once
-per content in the "memory_files" storage under their CID (CIDv1, raw codec, sha2-256, so any IPLD
-tool names them the same), and an AttachedFile row with a graph node {name, media_type, size,
+type from its bytes, its text extracted: memory/adapters/file_text.py, a PDF's in a worker
+process within MEMORYOS_FILE_READ_*: memory/adapters/file_reader.py). Its bytes are stored
+once per content in the "memory_files" storage under their CID (CIDv1, raw codec, sha2-256, so any
+IPLD tool names them the same), and an AttachedFile row with a graph node {name, media_type, size,
 content: link} records that this user has them. A turn then names its files by content id; they are
 attached in the transaction that stores the message (memory/services/pages.py page_start): the page
 node depends on each file node ("attachment"), the files' text joins what the page is indexed and
@@ -23,12 +24,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files.base import ContentFile
 from django.core.files.storage import storages
 from django.db import transaction
 from django.db.models import Q
 
-from memory.adapters.file_text import FileTypeError, file_text
+from memory.adapters.file_reader import OVER_TIME_CHOICES, ReadBudget, file_text_within
+from memory.adapters.file_text import FileTypeError
 from memory.engine.ipld import CODEC_RAW, BlockError, NodeError, block_cid, block_verify, cid_normalise
 from memory.models import AttachedFile, DialoguePage, LifecycleEvent, MemoryNode
 from memory.services import graph
@@ -62,14 +65,27 @@ def file_name_clean(name: str) -> str:
     return base[:NAME_MAX_CHARS] or "file"
 
 
+def read_budget() -> ReadBudget:
+    """What reading one file may take (MEMORYOS_FILE_READ_*)."""
+    limits = _limits()
+    over_time = limits["FILE_READ_OVER_TIME"]
+    if over_time not in OVER_TIME_CHOICES:
+        raise ImproperlyConfigured(f"MEMORYOS_FILE_READ_OVER_TIME is {over_time!r}; it may be "
+                                   f"{' or '.join(OVER_TIME_CHOICES)}.")
+    return ReadBudget(seconds=limits["FILE_READ_SECONDS"], memory_bytes=limits["FILE_READ_MEMORY_BYTES"],
+                      over_time=over_time)
+
+
 def file_prepare(*, name: str, data: bytes, declared_type: str = "") -> PreparedFile:
     """Check a file and read its text; MemoryInputError (naming the file) when it cannot be kept."""
     name = file_name_clean(name)
     limit = _limits()["MAX_FILE_BYTES"]
     if len(data) > limit:
         raise MemoryInputError(f"{name} is {len(data)} bytes; a file may be at most {limit} bytes.")
+    limits = _limits()
     try:
-        found = file_text(data, declared_type=declared_type, max_chars=_limits()["FILE_TEXT_MAX_CHARS"])
+        found = file_text_within(data, declared_type=declared_type, max_chars=limits["FILE_TEXT_MAX_CHARS"],
+                                 max_pixels=limits["MAX_IMAGE_PIXELS"], budget=read_budget())
     except FileTypeError as error:
         raise MemoryInputError(f"{name}: {error}") from None
     return PreparedFile(content_cid=block_cid(data, codec=CODEC_RAW), name=name, media_type=found.media_type,

@@ -6,8 +6,10 @@ deleted with their page, carried by an export and checked on import."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files.storage import storages
 from multiformats import CID, multihash
 
@@ -23,6 +25,7 @@ from memory.services.files import blob_path, file_open, file_upload
 from memory.services.portable import memory_export, memory_import
 from memory.services.recall import recall_for_query
 from memory.services.turns import turn_run
+from tests.memory.hostile_files import BOMB_SIDE, IMAGE_BOMBS, pdf_inflation_bomb, pdf_many_pages, pdf_slow_pages
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 
@@ -85,6 +88,49 @@ def test_an_upload_is_stored_once_under_its_cid_and_refused_whole_when_it_cannot
     with pytest.raises(MemoryInputError, match=r"tool.exe: Only text"):
         file_upload(user=ana, name="tool.exe", data=b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\xff\xff")
     assert AttachedFile.objects.filter(user=ana).count() == 2
+
+
+# ------------------------------------------------------------------ hostile files
+
+def stored_blobs() -> list[str]:
+    storage = storages["memory_files"]
+    folders, _files = storage.listdir("")
+    return sorted(name for folder in folders for name in storage.listdir(folder)[1])
+
+
+def test_bombs_are_refused_naming_the_file_and_the_limit_and_nothing_is_stored(make_user):
+    ana = make_user("ana")
+    blobs = stored_blobs()
+    refusals = {name: (make(BOMB_SIDE, BOMB_SIDE), r"The image declares 3,600,000,000 pixels")
+                for name, make in IMAGE_BOMBS.items()}
+    refusals["inflates.pdf"] = (pdf_inflation_bomb(), r"The PDF is past a limit .*Limit reached while decompressing")
+    refusals["pages.pdf"] = (pdf_many_pages(), r"The PDF is past a limit .*page tree entry limit")
+    for name, (data, reason) in refusals.items():
+        with pytest.raises(MemoryInputError, match=rf"^{name}: {reason}"):
+            file_upload(user=ana, name=name, data=data)
+    assert not AttachedFile.objects.filter(user=ana).exists()
+    assert not MemoryNode.objects.filter(user=ana, kind=MemoryNode.Kind.FILE).exists()
+    assert stored_blobs() == blobs
+
+
+def test_a_slow_pdf_is_kept_with_the_pages_read_in_budget_or_refused_as_configured(make_user, memory_env):
+    ana = make_user("ana")
+    slow = pdf_slow_pages(quick_pages=2)
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "FILE_READ_SECONDS": 2.0, "FILE_READ_OVER_TIME": "refuse"}
+    with pytest.raises(MemoryInputError, match=r"^slow.pdf: Reading it takes longer than the 2 s a file may take"):
+        file_upload(user=ana, name="slow.pdf", data=slow)
+    assert not AttachedFile.objects.filter(user=ana).exists()
+    assert not storages["memory_files"].exists(blob_path(independent_raw_cid(slow)))
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "FILE_READ_OVER_TIME": "keep"}
+    kept = file_upload(user=ana, name="slow.pdf", data=slow)
+    assert kept.text.startswith("Quick page 1.\n\nQuick page 2.")  # and a slow page or so, on a quiet machine
+    assert re.fullmatch(r"pdf: 14 pages, text of \d+ read \(reading stopped after 2 s\)", kept.extraction)
+    assert storages["memory_files"].exists(blob_path(kept.content_cid))
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "FILE_READ_OVER_TIME": "truncate"}
+    with pytest.raises(ImproperlyConfigured, match="MEMORYOS_FILE_READ_OVER_TIME is 'truncate'; it may be keep or"):
+        file_upload(user=ana, name="slow.pdf", data=slow)
 
 
 # ------------------------------------------------------------------ a turn that carries files

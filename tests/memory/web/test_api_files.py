@@ -1,20 +1,36 @@
 """The files routes of the REST API: upload (multipart) with a session or a token, a turn that names
 its files by content id, the bytes read back as a download by their owner only, limits and
-refusals with the API's error shape and nothing stored."""
+refusals with the API's error shape and nothing stored: hostile files, a file name over Django's
+limit, and (hypothesis) malformed uploads of every kind, none of which gets a 500."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from django.core.files.storage import storages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from memory.models import AttachedFile, DialoguePage
 from memory.services.files import file_upload
 from memory.services.tokens import token_create
 from memory.services.turns import turn_run
 from memory.web.rate_limit import rate_limits_reset
+from tests.memory.hostile_files import (
+    BOMB_SIDE,
+    IMAGE_BOMBS,
+    gif_header,
+    jpeg_header,
+    multipart,
+    pdf_inflation_bomb,
+    pdf_many_pages,
+    pdf_pages,
+    png_header,
+)
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 NOTES = b"The ferry to Hvar leaves Split at 07:45; the key box code is 5521."
@@ -108,3 +124,106 @@ def test_refusals_say_why_and_store_nothing(clients, settings):
                            content_type="application/json")
     assert turn.status_code == 400 and "No uploaded file with content id" in turn.json()["message"]
     assert not AttachedFile.objects.filter(user=ana).exists() and not DialoguePage.objects.filter(user=ana).exists()
+
+
+# ------------------------------------------------------------------ hostile uploads
+
+def stored_blobs() -> list[str]:
+    storage = storages["memory_files"]
+    folders, _files = storage.listdir("")
+    return sorted(name for folder in folders for name in storage.listdir(folder)[1])
+
+
+def test_bombs_get_a_400_naming_the_file_and_the_limit_and_nothing_is_stored(clients):
+    ana, ana_client, _bob, _bob_client = clients
+    blobs = stored_blobs()
+    refusals = [(name, make(BOMB_SIDE, BOMB_SIDE), "The image declares 3,600,000,000 pixels")
+                for name, make in sorted(IMAGE_BOMBS.items())]
+    refusals += [("inflates.pdf", pdf_inflation_bomb(), "The PDF is past a limit of what is read from one"),
+                 ("pages.pdf", pdf_many_pages(), "The PDF is past a limit of what is read from one")]
+    for name, data, reason in refusals:
+        refused = upload(ana_client, name, data, content_type="application/octet-stream")
+        assert refused.status_code == 400, (name, refused.content)
+        assert refused.json()["code"] == "invalid" and refused.json()["message"].startswith(f"{name}: {reason}")
+    assert not AttachedFile.objects.filter(user=ana).exists() and stored_blobs() == blobs
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_file_name_over_django_s_header_limit_gets_a_400_with_the_reason(clients, settings, debug):
+    settings.DEBUG = debug  # in DEBUG ninja answered the parser's error with a 500 and its traceback
+    ana, ana_client, _bob, _bob_client = clients
+    body, content_type = multipart("n" * 1100 + ".txt", NOTES)
+    refused = ana_client.post("/api/memory/files", body, content_type=content_type)
+    assert refused.status_code == 400, refused.content
+    assert refused.json() == {"code": "invalid_upload", "detail": None, "message": (
+        "The multipart body cannot be read: Request max total header size exceeded. A part's headers, its file "
+        "name among them, may be at most 1,024 bytes: shorten the file name.")}
+    body, content_type = multipart("n" * 600 + ".txt", NOTES)  # a long name that fits: Django keeps 255 characters
+    kept = ana_client.post("/api/memory/files", body, content_type=content_type)
+    assert kept.status_code == 200 and kept.json()["name"] == "n" * 251 + ".txt"
+    assert AttachedFile.objects.filter(user=ana).count() == 1
+
+
+def test_too_many_files_in_one_body_get_a_400_in_the_api_s_shape(clients, settings):
+    settings.DEBUG = True  # ninja answered Django's TooManyFilesSent with a 500 in DEBUG
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 1
+    ana, ana_client, _bob, _bob_client = clients
+    files = [SimpleUploadedFile(f"{i}.txt", NOTES, content_type="text/plain") for i in range(2)]
+    refused = ana_client.post("/api/memory/files", {"file": files})
+    assert refused.status_code == 400 and refused.json()["code"] == "invalid_upload"
+    assert "DATA_UPLOAD_MAX_NUMBER_FILES" in refused.json()["message"]
+    assert not AttachedFile.objects.filter(user=ana).exists()
+
+
+GOOD_FILES = {"png": png_header(5, 4), "gif": gif_header(5, 4), "jpeg": jpeg_header(5, 4), "pdf": pdf_pages(2),
+              "text": NOTES}
+
+
+@st.composite
+def malformed_uploads(draw) -> tuple[str, bytes, str]:
+    """A file name (any characters, up to 1,500 of them) and bytes: random, or a good file of each
+    kind truncated, with bytes flipped or spliced in, or one of the bombs."""
+    name = draw(st.one_of(st.text(min_size=1, max_size=40), st.text(min_size=200, max_size=1500)))
+    kind = draw(st.sampled_from(["random", "mutated", "bomb"]))
+    if kind == "random":
+        data = draw(st.binary(max_size=2048))
+    elif kind == "bomb":
+        data = draw(st.sampled_from(list(IMAGE_BOMBS.values())))(draw(st.integers(1, 65535)), BOMB_SIDE)
+    else:
+        data = bytearray(GOOD_FILES[draw(st.sampled_from(sorted(GOOD_FILES)))])
+        for _ in range(draw(st.integers(1, 8))):
+            at = draw(st.integers(0, len(data)))
+            action = draw(st.sampled_from(["flip", "cut", "splice"]))
+            if action == "flip" and at < len(data):
+                data[at] = draw(st.integers(0, 255))
+            elif action == "cut":
+                del data[at:at + draw(st.integers(1, 64))]
+            else:
+                data[at:at] = draw(st.binary(min_size=1, max_size=64))
+        data = bytes(data)
+    content_type = draw(st.sampled_from(["text/plain", "application/pdf", "image/png", "application/octet-stream",
+                                         "text/markdown; charset=utf-8", "", "x/\u00e9\u0000"]))
+    return name, data, content_type
+
+
+def test_property_malformed_uploads_never_get_a_500_and_a_refused_one_writes_nothing(clients, settings):
+    ana, ana_client, _bob, _bob_client = clients
+    settings.MEMORYOS = {**settings.MEMORYOS, "FILE_READ_SECONDS": 5.0}
+
+    @given(upload_=malformed_uploads())
+    @hypothesis_settings(max_examples=40, deadline=None, database=None,
+                         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    def check(upload_):
+        name, data, content_type = upload_
+        rows, blobs = AttachedFile.objects.filter(user=ana).count(), stored_blobs()
+        safe_type = content_type.replace("\u0000", "")
+        body, multipart_type = multipart(name.replace("\\", "\\\\"), data, content_type=safe_type)
+        answer = ana_client.post("/api/memory/files", body, content_type=multipart_type)
+        assert answer.status_code < 500, answer.content
+        if answer.status_code == 200:
+            assert AttachedFile.objects.filter(user=ana).count() == rows + 1
+        else:
+            assert 400 <= answer.status_code < 500 and answer.json()["message"]  # JSON with the reason
+            assert AttachedFile.objects.filter(user=ana).count() == rows and stored_blobs() == blobs
+
+    check()
