@@ -272,6 +272,13 @@ OPENAI_CHAT_MODEL = env("OPENAI_CHAT_MODEL", "gpt-4o-mini")
 OPENAI_MEMORY_MODEL = env("OPENAI_MEMORY_MODEL", OPENAI_CHAT_MODEL)
 OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 30.0)
 OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 1)
+# A reply streams until its first token or falls back to the offline engine after this long; after
+# this many failures in a row the model is not called for the cool-off (replies come from the
+# offline engine); a reply stops after this many tokens.
+OPENAI_FIRST_TOKEN_TIMEOUT = env_float("OPENAI_FIRST_TOKEN_TIMEOUT", 10.0)
+LLM_BREAKER_FAILURES = env_int("MEMORYOS_LLM_BREAKER_FAILURES", 3)
+LLM_BREAKER_COOL_OFF_S = env_float("MEMORYOS_LLM_BREAKER_COOL_OFF_S", 60.0)
+REPLY_MAX_TOKENS = env_int("MEMORYOS_REPLY_MAX_TOKENS", 1024)
 # The LLM is used only when an endpoint is configured; otherwise the offline engine answers.
 LLM_ENABLED = bool(OPENAI_API_KEY or OPENAI_BASE_URL)
 
