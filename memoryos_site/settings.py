@@ -289,6 +289,8 @@ MEMORYOS_CHAT = {
     "RATE_BURST": env_int("MEMORYOS_CHAT_RATE_BURST", 5),
     "RATE_PER_MINUTE": env_float("MEMORYOS_CHAT_RATE_PER_MINUTE", 20.0),
     "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
+    # Threads that stream replies: they mostly wait on the model, apart from the turn workers.
+    "REPLY_WORKERS": env_int("MEMORYOS_CHAT_REPLY_WORKERS", 32),
     "HISTORY_LIMIT": env_int("MEMORYOS_CHAT_HISTORY_LIMIT", 200),
     # With Redis every server process draws a user's frames from one bucket kept there (a
     # process falls back to its own bucket while Redis fails); without it, a bucket per process.

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import pytest
 
 # http_500: an error body with status 500. sleep: hang `sleep_s` before answering.
-# hang: accept the request and never answer (until the server stops).
+# hang: accept the request and never answer (until the server stops or `release_hangs()`).
 # garbage: status 200 with a body that is not JSON. drop_stream: send part of an SSE stream,
 # then cut the connection in the middle of a chunk. truncate_stream: end the SSE stream
 # cleanly but before the model finished (no finish_reason, no [DONE]). never_stop: a reply that
@@ -100,6 +100,7 @@ class OpenAIServer:
     _faults: deque[_FaultPlan] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _released: threading.Event = field(default_factory=threading.Event)
 
     @property
     def base_url(self) -> str:
@@ -120,6 +121,10 @@ class OpenAIServer:
         """Misbehave on the next `times` requests (None: on every request from now on)."""
         with self._lock:
             self._faults.append(_FaultPlan(fault, times))
+
+    def release_hangs(self) -> None:
+        """Requests held by the "hang" fault end now, unanswered (the connection is closed)."""
+        self._released.set()
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -184,10 +189,12 @@ class _Handler(BaseHTTPRequestHandler):
         fault = state._next_fault()
         if fault in ("sleep", "hang"):
             # Wake early when the server stops so shutdown never waits on a hanging handler.
-            state._stopping.wait(state.sleep_s if fault == "sleep" else None)
             if fault == "hang":
+                while not (state._stopping.is_set() or state._released.wait(0.05)):
+                    pass
                 self.close_connection = True
                 return
+            state._stopping.wait(state.sleep_s)
             fault = None
         if fault == "http_500":
             self._send_json(500, {"error": {"message": "scripted failure", "type": "server_error"}})

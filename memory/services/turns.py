@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -139,6 +140,18 @@ def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str) -> 
         return recall_stm_only(user=user, query=page.query, exclude_page_id=page.id)
 
 
+@dataclass
+class PreparedTurn:
+    """A turn whose message is stored and whose prompt is assembled: what the reply needs."""
+
+    user: Any
+    sona: Sona
+    page: DialoguePage
+    recall: Recall
+    prompt: Prompt
+    files: Sequence[AttachedFile]
+
+
 def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
              on_token: Callable[[str], None] | None = None,
              on_stored: Callable[[DialoguePage], None] | None = None,
@@ -149,6 +162,18 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
     ids of files the user uploaded for this turn (memory/services/files.py). An unknown policy or
     file is refused before anything is stored. `on_stored` is called with the pending page as soon
     as the message is stored.
+    """
+    turn = turn_prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files)
+    return turn_finish(turn=turn, generated=turn_reply(turn=turn, on_token=on_token))
+
+
+def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
+                 on_stored: Callable[[DialoguePage], None] | None = None,
+                 files: Sequence[str] = ()) -> PreparedTurn:
+    """The turn up to its reply: store the message, recall, assemble the prompt.
+
+    The chat runs the three parts of a turn on different threads (memory/web/consumers.py): a
+    reply waits on the model, and must not hold a thread other users' turns need for their recall.
     """
     sona = sona or sona_get_or_create(user=user)
     policy = policy_choose(requested=policy, sona=sona)
@@ -163,8 +188,18 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
     prompt = assemble_prompt(query=page.query + attachment_prompt_text(attached), items=recall.items, system=system,
                              budget_tokens=memory_params().prompt_token_budget)
     trace_record_prompt(recall=recall, prompt=prompt)
-    generated = generate_reply(query=page.query, recall=recall, prompt=prompt, user=user, sona=sona,
-                               on_token=on_token, files=attached)
+    return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached)
+
+
+def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
+    """The reply of a prepared turn, streamed through `on_token`; nothing is stored."""
+    return generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
+                          sona=turn.sona, on_token=on_token, files=turn.files)
+
+
+def turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
+    """Store the reply, and why it fell back to the offline engine if it did."""
+    user, page, recall = turn.user, turn.page, turn.recall
     reply, reason = generated.text, generated.fallback_reason
     if reason:
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.REPLY_FALLBACK, subject_id=page.id,
@@ -174,4 +209,4 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
     if recall.policy == "memoria" and recall.trace is not None:  # importance and bubbling up, off the reply path
         trace_id = recall.trace.id
         transaction.on_commit(lambda: memoria_after_reply_schedule(user_id=user.pk, trace_id=trace_id, reply=reply))
-    return TurnResult(page=page, reply=reply, recall=recall, prompt=prompt, fallback_reason=reason)
+    return TurnResult(page=page, reply=reply, recall=recall, prompt=turn.prompt, fallback_reason=reason)
