@@ -259,6 +259,10 @@ MEMORYOS = {
 # A server (memoryos_site/asgi.py) loads the embedder and the vector index as it starts, not on
 # the first turn.
 MEMORYOS_WARMUP = env_bool("MEMORYOS_WARMUP", True)
+# A server runs the due work (`manage.py maintenance`: turns a crash stopped, maintenance that failed)
+# as it starts and then every so often, in the background, unless MAINTENANCE_MODE is "off".
+MEMORYOS_DUE_WORK = env_bool("MEMORYOS_DUE_WORK", True)
+MEMORYOS_DUE_WORK_INTERVAL_S = env_float("MEMORYOS_DUE_WORK_INTERVAL_S", 60.0)
 QDRANT_URL = env("QDRANT_URL")
 QDRANT_API_KEY = env("QDRANT_API_KEY") or None
 QDRANT_COLLECTION = env("QDRANT_COLLECTION", "memoryos")
