@@ -224,6 +224,8 @@ class TurnRecall:
     keywords: list[str]
     timings: list[tuple[str, float]]  # where the recall's time went, ms per part in order
     legend: list[tuple[str, str]] = field(default_factory=list)  # each score shown, explained
+    fallback_reason: str = ""  # why the offline engine replied instead of the model
+    breaker_open: bool = False  # ...because the model's circuit breaker was open
 
 
 def turn_recall(*, user, page_id) -> TurnRecall | None:
@@ -247,7 +249,9 @@ def turn_recall(*, user, page_id) -> TurnRecall | None:
                       segments_chosen=sum(1 for s in segments if s.get("chosen")),
                       keywords=list(payload.get("query_keywords", [])),
                       timings=trace_timings(payload),
-                      legend=[(label, explained[label]) for label in shown if label in explained])
+                      legend=[(label, explained[label]) for label in shown if label in explained],
+                      fallback_reason=str(payload.get("reply", {}).get("fallback_reason", "")),
+                      breaker_open=bool(payload.get("reply", {}).get("breaker_open", False)))
 
 
 def trace_timings(payload: dict) -> list[tuple[str, float]]:

@@ -2,7 +2,9 @@
 
 Importing it is what starting a server does (daphne, runserver): the embedder and the vector index
 start loading then, on a thread of their own, so the first turn does not wait for them
-(MEMORYOS_WARMUP=0 turns this off). Commands and tests never import this module.
+(MEMORYOS_WARMUP=0 turns this off), and the due work a crash left (memory/services/due_work.py)
+resumes on another (MEMORYOS_DUE_WORK=0 turns it off). Commands never import this module; tests
+turn both off.
 """
 
 import os
@@ -19,6 +21,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E402
+from memory.services.due_work import due_work_start_in_background  # noqa: E402
 from memory.web.mcp import McpHttpApp, is_mcp_path  # noqa: E402
 from memory.web.routing import websocket_urlpatterns  # noqa: E402
 
@@ -41,3 +44,5 @@ application = ProtocolTypeRouter(
 
 if settings.MEMORYOS_WARMUP:
     adapters_warm_up_in_background()
+if settings.MEMORYOS_DUE_WORK and settings.MEMORYOS["MAINTENANCE_MODE"] != "off":
+    due_work_start_in_background(interval_s=settings.MEMORYOS_DUE_WORK_INTERVAL_S)

@@ -267,6 +267,10 @@ MEMORYOS = {
 # A server (memoryos_site/asgi.py) loads the embedder and the vector index as it starts, not on
 # the first turn.
 MEMORYOS_WARMUP = env_bool("MEMORYOS_WARMUP", True)
+# A server runs the due work (`manage.py maintenance`: turns a crash stopped, maintenance that failed)
+# as it starts and then every so often, in the background, unless MAINTENANCE_MODE is "off".
+MEMORYOS_DUE_WORK = env_bool("MEMORYOS_DUE_WORK", True)
+MEMORYOS_DUE_WORK_INTERVAL_S = env_float("MEMORYOS_DUE_WORK_INTERVAL_S", 60.0)
 QDRANT_URL = env("QDRANT_URL")
 QDRANT_API_KEY = env("QDRANT_API_KEY") or None
 QDRANT_COLLECTION = env("QDRANT_COLLECTION", "memoryos")
@@ -280,6 +284,13 @@ OPENAI_CHAT_MODEL = env("OPENAI_CHAT_MODEL", "gpt-4o-mini")
 OPENAI_MEMORY_MODEL = env("OPENAI_MEMORY_MODEL", OPENAI_CHAT_MODEL)
 OPENAI_TIMEOUT = env_float("OPENAI_TIMEOUT", 30.0)
 OPENAI_MAX_RETRIES = env_int("OPENAI_MAX_RETRIES", 1)
+# A reply streams until its first token or falls back to the offline engine after this long; after
+# this many failures in a row the model is not called for the cool-off (replies come from the
+# offline engine); a reply stops after this many tokens.
+OPENAI_FIRST_TOKEN_TIMEOUT = env_float("OPENAI_FIRST_TOKEN_TIMEOUT", 10.0)
+LLM_BREAKER_FAILURES = env_int("MEMORYOS_LLM_BREAKER_FAILURES", 3)
+LLM_BREAKER_COOL_OFF_S = env_float("MEMORYOS_LLM_BREAKER_COOL_OFF_S", 60.0)
+REPLY_MAX_TOKENS = env_int("MEMORYOS_REPLY_MAX_TOKENS", 1024)
 # The LLM is used only when an endpoint is configured; otherwise the offline engine answers.
 LLM_ENABLED = bool(OPENAI_API_KEY or OPENAI_BASE_URL)
 
@@ -290,6 +301,8 @@ MEMORYOS_CHAT = {
     "RATE_BURST": env_int("MEMORYOS_CHAT_RATE_BURST", 5),
     "RATE_PER_MINUTE": env_float("MEMORYOS_CHAT_RATE_PER_MINUTE", 20.0),
     "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
+    # Threads that stream replies: they mostly wait on the model, apart from the turn workers.
+    "REPLY_WORKERS": env_int("MEMORYOS_CHAT_REPLY_WORKERS", 32),
     "HISTORY_LIMIT": env_int("MEMORYOS_CHAT_HISTORY_LIMIT", 200),
     # With Redis every server process draws a user's frames from one bucket kept there (a
     # process falls back to its own bucket while Redis fails); without it, a bucket per process.

@@ -41,6 +41,7 @@ def _no_server_warm_up():
     from django.conf import settings
 
     settings.MEMORYOS_WARMUP = False
+    settings.MEMORYOS_DUE_WORK = False  # nor resume due work behind the tests' backs (test_due_work.py)
 
 
 @pytest.fixture(autouse=True, scope="session")

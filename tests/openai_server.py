@@ -31,10 +31,13 @@ from typing import Any, Literal
 import pytest
 
 # http_500: an error body with status 500. sleep: hang `sleep_s` before answering.
+# hang: accept the request and never answer (until the server stops or `release_hangs()`).
 # garbage: status 200 with a body that is not JSON. drop_stream: send part of an SSE stream,
 # then cut the connection in the middle of a chunk. truncate_stream: end the SSE stream
-# cleanly but before the model finished (no finish_reason, no [DONE]).
-Fault = Literal["http_500", "sleep", "garbage", "drop_stream", "truncate_stream"]
+# cleanly but before the model finished (no finish_reason, no [DONE]). never_stop: a reply that
+# repeats itself until the request's max_tokens (when `honour_max_tokens`) or the model's
+# context (`context_tokens`) is full, then finishes with finish_reason "length".
+Fault = Literal["http_500", "sleep", "hang", "garbage", "drop_stream", "truncate_stream", "never_stop"]
 
 DEFAULT_REPLY = "Hello from the test server."
 API_KEY = "sk-test-key"
@@ -88,6 +91,8 @@ class OpenAIServer:
     embedding_dimension: int = 8
     sleep_s: float = 5.0
     reverse_embedding_order: bool = False
+    honour_max_tokens: bool = True  # never_stop: as real servers do; False: a runaway that ignores it
+    context_tokens: int = 2000  # never_stop: where a runaway reply ends
     host: str = "127.0.0.1"
     port: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -95,6 +100,7 @@ class OpenAIServer:
     _faults: deque[_FaultPlan] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
+    _released: threading.Event = field(default_factory=threading.Event)
 
     @property
     def base_url(self) -> str:
@@ -115,6 +121,10 @@ class OpenAIServer:
         """Misbehave on the next `times` requests (None: on every request from now on)."""
         with self._lock:
             self._faults.append(_FaultPlan(fault, times))
+
+    def release_hangs(self) -> None:
+        """Requests held by the "hang" fault end now, unanswered (the connection is closed)."""
+        self._released.set()
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -177,8 +187,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "body is not a JSON object", "type": "invalid"}})
             return
         fault = state._next_fault()
-        if fault == "sleep":
+        if fault in ("sleep", "hang"):
             # Wake early when the server stops so shutdown never waits on a hanging handler.
+            if fault == "hang":
+                while not (state._stopping.is_set() or state._released.wait(0.05)):
+                    pass
+                self.close_connection = True
+                return
             state._stopping.wait(state.sleep_s)
             fault = None
         if fault == "http_500":
@@ -192,7 +207,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any], fault: Fault | None) -> None:
         model = str(body.get("model", ""))
-        text = self.server.state._next_reply()
+        state = self.server.state
+        text = state._next_reply()
+        if fault == "never_stop":
+            limit = int(body.get("max_tokens") or 0) if state.honour_max_tokens else 0
+            words = (text.split() or ["more"]) * (state.context_tokens // max(1, count_tokens(text)) + 1)
+            text = " ".join(words[:limit or state.context_tokens])
         prompt_tokens = sum(count_tokens(str(m.get("content", ""))) for m in body.get("messages", []))
         usage = {
             "prompt_tokens": prompt_tokens,
@@ -242,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "truncate_stream":
             self._end_chunks()
             return
-        self._send_event(chunk({}, "stop"))
+        self._send_event(chunk({}, "length" if fault == "never_stop" else "stop"))
         if usage is not None:
             self._send_event({
                 "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,

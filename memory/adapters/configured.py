@@ -63,11 +63,15 @@ def chat_model() -> ChatModel | None:
     """The configured LLM, or None: then the offline engine answers and maintains memory."""
     if not settings.LLM_ENABLED:
         return None
+    from memory.adapters.circuit import CircuitBreaker
     from memory.adapters.llm import OpenAIChatModel
 
+    breaker = CircuitBreaker(name=settings.OPENAI_CHAT_MODEL, failure_threshold=settings.LLM_BREAKER_FAILURES,
+                             cool_off_s=settings.LLM_BREAKER_COOL_OFF_S)
     return OpenAIChatModel(api_key=settings.OPENAI_API_KEY or "not-needed",
                            base_url=settings.OPENAI_BASE_URL, model=settings.OPENAI_CHAT_MODEL,
-                           timeout=settings.OPENAI_TIMEOUT, max_retries=settings.OPENAI_MAX_RETRIES)
+                           timeout=settings.OPENAI_TIMEOUT, max_retries=settings.OPENAI_MAX_RETRIES,
+                           first_token_timeout=settings.OPENAI_FIRST_TOKEN_TIMEOUT or None, breaker=breaker)
 
 
 # The warm-up a server starts (memoryos_site/asgi.py): "off" where none was started (commands,

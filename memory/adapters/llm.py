@@ -11,18 +11,23 @@ validate, retry once with the problem spelled out, then fail loudly naming what 
 from __future__ import annotations
 
 import json
+import logging
+import queue
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memory.adapters.circuit import CircuitBreaker
 from memory.engine.ports import ChatMessage, ChatModel, ChatResult, ModelError
 
 if TYPE_CHECKING:
     from openai import OpenAI
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # openai 3.x refuses to build a client without a key, but local servers (Ollama, llama.cpp,
 # vLLM without --api-key) accept any; this placeholder lets a key-less endpoint work.
@@ -76,10 +81,15 @@ class OpenAIChatModel:
     offline = False
 
     def __init__(self, *, api_key: str | None, base_url: str | None, model: str,
-                 timeout: float = 30.0, max_retries: int = 1, stream_usage: bool = True) -> None:
+                 timeout: float = 30.0, max_retries: int = 1, stream_usage: bool = True,
+                 first_token_timeout: float | None = None, breaker: CircuitBreaker | None = None) -> None:
         self.name = model
         self._client = openai_client(api_key=api_key, base_url=base_url, timeout=timeout,
                                      max_retries=max_retries)
+        # A stream whose first token has not come by then fails at once (the request may still be
+        # waiting for the server's headers: `timeout` per read and its retries could take minutes).
+        self.first_token_timeout = first_token_timeout
+        self.breaker = breaker or CircuitBreaker(name=model)
         # Ask streams for a final usage chunk; a server that rejects `stream_options` can be
         # served with stream_usage=False, at the price of uncounted streamed tokens.
         self._stream_usage = stream_usage
@@ -99,24 +109,29 @@ class OpenAIChatModel:
         request = self._request(messages, max_tokens)
         if json_mode:
             request["response_format"] = {"type": "json_object"}
+        self.breaker.before_call()
         self._count_call()
         try:
             response = self._client.chat.completions.create(**request)
             result = self._result_of(response)
         except backend_errors() as exc:
-            self._count_failure()
-            raise ModelError(f"chat model {self.name!r} failed: {describe_error(exc)}") from exc
+            raise self._failed(f"chat model {self.name!r} failed: {describe_error(exc)}") from exc
+        self.breaker.record_success()
         self._count_tokens(result.prompt_tokens, result.completion_tokens)
         return result
 
     def stream(self, messages: Sequence[ChatMessage], *,
                max_tokens: int | None = None) -> Iterator[str]:
-        """Text deltas as they arrive; the request is sent on the first `next()`."""
+        """Text deltas as they arrive; the request is sent on the first `next()`.
+
+        `max_tokens` is sent to the server and also enforced here, counting a delta as a token:
+        a server that ignores it would otherwise stream until the model's context is full.
+        """
         request = self._request(messages, max_tokens)
         request["stream"] = True
         if self._stream_usage:
             request["stream_options"] = {"include_usage": True}
-        return self._stream(request)
+        return self._stream(request, max_tokens)
 
     # -- counters --------------------------------------------------------------------------
 
@@ -135,6 +150,12 @@ class OpenAIChatModel:
     def _count_failure(self) -> None:
         with self._lock:
             self.failures += 1
+
+    def _failed(self, message: str) -> ModelError:
+        """Count a failed call (the breaker too) and give the error to raise."""
+        self._count_failure()
+        self.breaker.record_failure(message)
+        return ModelError(message)
 
     def _count_tokens(self, prompt: int, completion: int) -> None:
         with self._lock:
@@ -168,36 +189,83 @@ class OpenAIChatModel:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         )
 
-    def _stream(self, request: dict[str, Any]) -> Iterator[str]:
+    def _stream(self, request: dict[str, Any], cap: int | None) -> Iterator[str]:
+        """Read the stream on a thread of its own, so that waiting for the first token has a
+        deadline however the server stalls (before its headers, or sending nothing after them)."""
+        self.breaker.before_call()
         self._count_call()
+        relay = _StreamRelay()
+        threading.Thread(target=self._read_stream, args=(request, cap, relay), daemon=True,
+                         name="chat-model-stream").start()
+        deadline = None if self.first_token_timeout is None else time.monotonic() + self.first_token_timeout
+        delivered = 0
+        try:
+            while True:
+                wait = None if delivered or deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    kind, value = relay.queue.get(timeout=wait)
+                except queue.Empty:
+                    raise self._failed(f"chat model {self.name!r} sent no token within "
+                                       f"{self.first_token_timeout:g} s (first-token timeout)") from None
+                if kind == "delta":
+                    delivered += 1
+                    yield value
+                elif kind == "error":
+                    message, cause = value
+                    raise self._failed(f"chat model {self.name!r} {message}") from cause
+                else:
+                    self.breaker.record_success()
+                    return
+        finally:
+            relay.cancelled.set()  # the caller stopped early or we gave up: the reader closes the stream
+
+    def _read_stream(self, request: dict[str, Any], cap: int | None, relay: _StreamRelay) -> None:
+        """The reader thread: every outcome ends in one "done" or "error" item on the relay."""
         finished = False
         delivered = 0
         try:
             with self._client.chat.completions.create(**request) as chunks:
                 for chunk in chunks:
+                    if relay.cancelled.is_set():
+                        return  # leaving the `with` closes the connection
                     self._count_stream_usage(chunk)
                     for choice in chunk.choices or ():
                         delta = choice.delta.content if choice.delta is not None else None
+                        if delta and cap is not None and delivered >= cap:
+                            log.warning("event=chat_reply_capped model=%s max_tokens=%s by=client", self.name, cap)
+                            relay.put("done", None)
+                            return
                         if delta:
                             delivered += 1
-                            yield delta
+                            relay.put("delta", delta)
+                        if choice.finish_reason == "length":
+                            log.warning("event=chat_reply_capped model=%s max_tokens=%s by=server", self.name, cap)
                         finished = finished or bool(choice.finish_reason)
-        except backend_errors() as exc:
-            self._count_failure()
-            raise ModelError(
-                f"chat model {self.name!r} stream broke after {delivered} deltas: {describe_error(exc)}"
-            ) from exc
+        except Exception as exc:  # backend_errors(), or anything else: the caller must not wait forever
+            relay.put("error", (f"stream broke after {delivered} deltas: {describe_error(exc)}", exc))
+            return
         if not finished:
             # A server that dies between events can end the body cleanly; without a
             # finish_reason the reply is cut short, and a partial answer must not pass as whole.
-            self._count_failure()
-            raise ModelError(f"chat model {self.name!r} stream ended after {delivered} deltas "
-                             "without a finish_reason")
+            relay.put("error", (f"stream ended after {delivered} deltas without a finish_reason", None))
+            return
+        relay.put("done", None)
 
     def _count_stream_usage(self, chunk: Any) -> None:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             self._count_tokens(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0))
+
+
+class _StreamRelay:
+    """Deltas from a reader thread to the caller, and the caller's word that it stopped listening."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.cancelled = threading.Event()
+
+    def put(self, kind: str, value: Any) -> None:
+        self.queue.put((kind, value))
 
 
 # -- structured answers --------------------------------------------------------------------

@@ -67,6 +67,16 @@ def trace_record_prompt(*, recall: Recall, prompt: Prompt) -> None:
         trace.save(update_fields=["payload", "prompt_tokens"])
 
 
+def trace_record_reply(*, recall: Recall, fallback_reason: str, breaker_open: bool) -> None:
+    """Why the reply came from the offline engine, for the recall panel."""
+    trace = recall.trace
+    if trace is None:
+        return
+    trace.payload["reply"] = {"fallback_reason": fallback_reason[:500], "breaker_open": breaker_open}
+    with _bookkeeping(writes=True):
+        trace.save(update_fields=["payload"])
+
+
 def _visit_segments(chosen: list[SegmentScore], rows, now: datetime, params) -> list[dict[str, Any]]:
     """Retrieval bumps N_visit and refreshes recency of the chosen segments (paper §3.4)."""
     ids = [s.segment_id for s in chosen]

@@ -9,11 +9,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from memory.adapters import configured
+from memory.adapters.circuit import ModelCircuitOpen
 from memory.config import memory_params
 from memory.engine import offline
 from memory.engine.ports import ModelError
@@ -24,7 +27,14 @@ from memory.services.files import attachment_note, attachment_prompt_text, files
 from memory.services.maintenance import maintenance_schedule
 from memory.services.memoria import memoria_after_reply_schedule
 from memory.services.pages import page_reply_store, page_start
-from memory.services.recall import Recall, policy_choose, recall_for_query, recall_stm_only, trace_record_prompt
+from memory.services.recall import (
+    Recall,
+    policy_choose,
+    recall_for_query,
+    recall_stm_only,
+    trace_record_prompt,
+    trace_record_reply,
+)
 from memory.services.users import sona_get_or_create
 
 log = logging.getLogger(__name__)
@@ -76,34 +86,45 @@ def _stream_words(text: str) -> Iterator[str]:
         yield word if i == len(words) - 1 else word + " "
 
 
+@dataclass(frozen=True)
+class GeneratedReply:
+    text: str
+    model: str
+    fallback_reason: str = ""
+    breaker_open: bool = False  # the model was not asked: it is cooling off after repeated failures
+
+
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
                    on_token: Callable[[str], None] | None,
-                   files: Sequence[AttachedFile] = ()) -> tuple[str, str, str]:
-    """(reply, model name, fallback reason). A failing LLM falls back to the offline engine."""
+                   files: Sequence[AttachedFile] = ()) -> GeneratedReply:
+    """The reply, streamed through `on_token`. A failing LLM falls back to the offline engine; one
+    whose circuit breaker is open (memory/adapters/circuit.py) is not asked at all."""
     model = configured.chat_model()
     emit = on_token or (lambda _token: None)
-    if model is not None:
-        parts: list[str] = []
-        try:
-            for token in model.stream(prompt.messages):
-                parts.append(token)
-                emit(token)
-            reply = "".join(parts).strip()
-            if reply:
-                return reply, model.name, ""
-            reason = "the model returned an empty reply"
-        except ModelError as exc:
-            reason = str(exc) or exc.__class__.__name__
-        log.warning("event=reply_fallback user=%s reason=%r", user.pk, reason)
-        notice = "\n\n(The language model is unavailable; this reply comes from the offline memory engine.)"
-        reply = _offline_reply(query, recall, user=user, sona=sona, files=files) + notice
+    if model is None:
+        reply = _offline_reply(query, recall, user=user, sona=sona, files=files)
         for token in _stream_words(reply):
             emit(token)
-        return reply, OFFLINE_MODEL_NAME, reason
-    reply = _offline_reply(query, recall, user=user, sona=sona, files=files)
+        return GeneratedReply(reply, OFFLINE_MODEL_NAME)
+    parts: list[str] = []
+    breaker_open = False
+    try:
+        for token in model.stream(prompt.messages, max_tokens=settings.REPLY_MAX_TOKENS):
+            parts.append(token)
+            emit(token)
+        reply = "".join(parts).strip()
+        if reply:
+            return GeneratedReply(reply, model.name)
+        reason = "the model returned an empty reply"
+    except ModelError as exc:
+        reason = str(exc) or exc.__class__.__name__
+        breaker_open = isinstance(exc, ModelCircuitOpen)
+    log.warning("event=reply_fallback user=%s breaker_open=%s reason=%r", user.pk, breaker_open, reason)
+    notice = "\n\n(The language model is unavailable; this reply comes from the offline memory engine.)"
+    reply = _offline_reply(query, recall, user=user, sona=sona, files=files) + notice
     for token in _stream_words(reply):
         emit(token)
-    return reply, OFFLINE_MODEL_NAME, ""
+    return GeneratedReply(reply, OFFLINE_MODEL_NAME, reason, breaker_open)
 
 
 def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str) -> Recall:
@@ -119,6 +140,18 @@ def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str) -> 
         return recall_stm_only(user=user, query=page.query, exclude_page_id=page.id)
 
 
+@dataclass
+class PreparedTurn:
+    """A turn whose message is stored and whose prompt is assembled: what the reply needs."""
+
+    user: Any
+    sona: Sona
+    page: DialoguePage
+    recall: Recall
+    prompt: Prompt
+    files: Sequence[AttachedFile]
+
+
 def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
              on_token: Callable[[str], None] | None = None,
              on_stored: Callable[[DialoguePage], None] | None = None,
@@ -129,6 +162,18 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
     ids of files the user uploaded for this turn (memory/services/files.py). An unknown policy or
     file is refused before anything is stored. `on_stored` is called with the pending page as soon
     as the message is stored.
+    """
+    turn = turn_prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files)
+    return turn_finish(turn=turn, generated=turn_reply(turn=turn, on_token=on_token))
+
+
+def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
+                 on_stored: Callable[[DialoguePage], None] | None = None,
+                 files: Sequence[str] = ()) -> PreparedTurn:
+    """The turn up to its reply: store the message, recall, assemble the prompt.
+
+    The chat runs the three parts of a turn on different threads (memory/web/consumers.py): a
+    reply waits on the model, and must not hold a thread other users' turns need for their recall.
     """
     sona = sona or sona_get_or_create(user=user)
     policy = policy_choose(requested=policy, sona=sona)
@@ -143,13 +188,25 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
     prompt = assemble_prompt(query=page.query + attachment_prompt_text(attached), items=recall.items, system=system,
                              budget_tokens=memory_params().prompt_token_budget)
     trace_record_prompt(recall=recall, prompt=prompt)
-    reply, model_name, reason = generate_reply(query=page.query, recall=recall, prompt=prompt, user=user,
-                                               sona=sona, on_token=on_token, files=attached)
+    return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached)
+
+
+def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
+    """The reply of a prepared turn, streamed through `on_token`; nothing is stored."""
+    return generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
+                          sona=turn.sona, on_token=on_token, files=turn.files)
+
+
+def turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
+    """Store the reply, and why it fell back to the offline engine if it did."""
+    user, page, recall = turn.user, turn.page, turn.recall
+    reply, reason = generated.text, generated.fallback_reason
     if reason:
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.REPLY_FALLBACK, subject_id=page.id,
-                     reason=reason[:500])
-    page_complete(page=page, response=reply, reply_model=model_name)
+                     reason=reason[:500], breaker_open=generated.breaker_open)
+        trace_record_reply(recall=recall, fallback_reason=reason, breaker_open=generated.breaker_open)
+    page_complete(page=page, response=reply, reply_model=generated.model)
     if recall.policy == "memoria" and recall.trace is not None:  # importance and bubbling up, off the reply path
         trace_id = recall.trace.id
         transaction.on_commit(lambda: memoria_after_reply_schedule(user_id=user.pk, trace_id=trace_id, reply=reply))
-    return TurnResult(page=page, reply=reply, recall=recall, prompt=prompt, fallback_reason=reason)
+    return TurnResult(page=page, reply=reply, recall=recall, prompt=turn.prompt, fallback_reason=reason)

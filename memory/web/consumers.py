@@ -5,7 +5,10 @@ and the finished reply are sent to that group, so every open tab (in this proces
 Redis channel layer, in any other) shows the same turns. Only the process that received a
 message runs its turn, so each turn is stored exactly once.
 
-A turn runs `turn_run` in a worker thread. Its tokens cross back to the event loop through
+A turn runs in worker threads: storing the message and recalling on a turn worker
+(MEMORYOS_CHAT_TURN_WORKERS of them), the reply on a thread of its own pool (it mostly waits on the
+model, and a slow or hanging model must not hold the turn workers every other user needs), then
+storing the reply on a turn worker again. Its tokens cross back to the event loop through
 `call_soon_threadsafe` into an asyncio queue, and one pump task per turn forwards them in order
 (batching what piled up meanwhile) as group sends. The turn belongs to no socket: closing the tab
 leaves it running, and its reply is stored when it finishes.
@@ -34,7 +37,7 @@ from memory.adapters.configured import adapters_state, adapters_wait_ready
 from memory.selectors import attached_files, sona_for_user
 from memory.services.common import MemoryInputError
 from memory.services.pages import validate_message
-from memory.services.turns import turn_run
+from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
 from memory.services.users import sona_get_or_create
 from memory.web.rate_limit import rate_limit_wait
 
@@ -77,6 +80,15 @@ def _turn_executor() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=chat_settings()["TURN_WORKERS"], thread_name_prefix="chat-turn")
 
 
+@functools.cache
+def _reply_executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=chat_settings()["REPLY_WORKERS"], thread_name_prefix="chat-reply")
+
+
+def _on(executor: ThreadPoolExecutor, function: Callable[..., Any]) -> Callable[..., Any]:
+    return database_sync_to_async(function, thread_sensitive=False, executor=executor)
+
+
 async def turns_drain(timeout: float | None = None) -> None:
     """Wait for the turns running on this loop to finish (tests, a graceful shutdown)."""
     tasks = list(_loop_turns().tasks)
@@ -112,10 +124,12 @@ async def _turn(*, user_id: int, sona_id: str | None, message: str, turn_id: str
                                   "loading": adapters_state() == "loading"})
         queue: asyncio.Queue[str | None] = asyncio.Queue()
         pump = asyncio.create_task(_pump(user_id, turn_id, queue))
-        run = database_sync_to_async(_turn_sync, thread_sensitive=False, executor=_turn_executor())
         try:
-            frame = await run(user_id=user_id, sona_id=sona_id, message=message, files=files,
-                              on_token=_threadsafe_put(asyncio.get_running_loop(), queue))
+            turn = await _on(_turn_executor(), _turn_prepare)(user_id=user_id, sona_id=sona_id, message=message,
+                                                              files=files)
+            generated = await _on(_reply_executor(), turn_reply)(
+                turn=turn, on_token=_threadsafe_put(asyncio.get_running_loop(), queue))
+            frame = await _on(_turn_executor(), _turn_finish)(turn=turn, generated=generated)
             frame["turn_id"] = turn_id
         except MemoryInputError as exc:
             frame = {"type": "turn.error", "turn_id": turn_id, "error": str(exc)}
@@ -151,13 +165,17 @@ async def _pump(user_id: int, turn_id: str, queue: asyncio.Queue) -> None:
             return
 
 
-def _turn_sync(*, user_id: int, sona_id: str | None, message: str, files: list[str],
-               on_token: Callable[[str], None]) -> dict[str, Any]:
-    """The turn itself, in a worker thread; returns the final frame."""
+def _turn_prepare(*, user_id: int, sona_id: str | None, message: str, files: list[str]) -> PreparedTurn:
+    """The turn up to its reply, on a turn worker: the message stored, the prompt assembled."""
     user = get_user_model().objects.get(pk=user_id)  # fresh: the profile may have changed
     sona = (sona_for_user(user=user, sona_id=sona_id) if sona_id else None) or sona_get_or_create(user=user)
-    result = turn_run(user=user, message=message, sona=sona, on_token=on_token, files=files)
-    page = result.page
+    return turn_prepare(user=user, message=message, sona=sona, files=files)
+
+
+def _turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> dict[str, Any]:
+    """The reply stored, on a turn worker; returns the final frame."""
+    result = turn_finish(turn=turn, generated=generated)
+    page, user, sona = result.page, turn.user, turn.sona
     return {
         "type": "turn.done", "page_id": str(page.id), "seq": page.seq, "reply": result.reply,
         "model": page.reply_model, "offline": result.offline, "sona": sona.name,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.selectors import users_with_maintenance_to_do
 from memory.services.common import MemoryInputError
-from memory.services.maintenance import maintenance_run
+from memory.services.due_work import due_work_run
+from memory.services.maintenance import MaintenanceReport, maintenance_run
 from memory.services.users import user_get
 
 
@@ -17,15 +17,17 @@ class Command(BaseCommand):
         parser.add_argument("--user")
 
     def handle(self, *args, **opts):
-        if opts["user"]:
-            try:
-                user_ids = [user_get(username=opts["user"]).pk]
-            except MemoryInputError as exc:
-                raise CommandError(str(exc)) from None
-        else:
-            user_ids = users_with_maintenance_to_do()
-        for user_id in user_ids:
-            report = maintenance_run(user_id=user_id)
-            self.stdout.write(f"user={user_id} interrupted={report.interrupted} moved={report.moved} "
-                              f"new_segments={report.created_segments} evicted={len(report.evicted)} "
-                              f"promoted={len(report.promoted)}")
+        if not opts["user"]:
+            # What a server also runs by itself as it starts (memory/services/due_work.py).
+            due_work_run(on_report=self._write)
+            return
+        try:
+            user_id = user_get(username=opts["user"]).pk
+        except MemoryInputError as exc:
+            raise CommandError(str(exc)) from None
+        self._write(user_id, maintenance_run(user_id=user_id))
+
+    def _write(self, user_id: int, report: MaintenanceReport) -> None:
+        self.stdout.write(f"user={user_id} interrupted={report.interrupted} moved={report.moved} "
+                          f"new_segments={report.created_segments} evicted={len(report.evicted)} "
+                          f"promoted={len(report.promoted)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from memory.adapters.circuit import CircuitBreaker, ModelCircuitOpen
 from memory.adapters.embeddings import OpenAIEmbedder, build_embedder, normalise
 from memory.adapters.llm import (
     NO_KEY_PLACEHOLDER,
@@ -246,6 +248,112 @@ def test_an_unreachable_server_is_a_model_error() -> None:
 
     with pytest.raises(ModelError, match="APIConnectionError"):
         chat.complete(QUESTION)
+
+
+# -- runaway replies, hanging endpoints, the circuit breaker --------------------------------
+
+
+def test_a_runaway_stream_is_cut_at_max_tokens_even_when_the_server_ignores_it(server: OpenAIServer) -> None:
+    server.honour_max_tokens = False  # streams until the "context" (2000 words) is full
+    server.reply("again and")
+    server.fail("never_stop")
+    chat = make_chat(server)
+
+    deltas = list(chat.stream(QUESTION, max_tokens=20))
+
+    assert len(deltas) == 20
+    assert server.chat_requests()[0].body["max_tokens"] == 20
+    assert chat.usage().failures == 0 and chat.breaker.snapshot().failures == 0
+
+
+def test_a_server_that_honours_max_tokens_finishes_with_length(server: OpenAIServer) -> None:
+    server.reply("again and")
+    server.fail("never_stop")
+    chat = make_chat(server)
+
+    deltas = list(chat.stream(QUESTION, max_tokens=12))
+
+    assert len(deltas) == 12
+    assert chat.usage().completion_tokens == 12
+
+
+def test_first_token_timeout_ends_a_stream_that_never_answers(server: OpenAIServer) -> None:
+    server.fail("hang", times=None)
+    # Without a first-token timeout this waits timeout x attempts (30 s x 2 with the defaults).
+    chat = make_chat(server, timeout=30.0, max_retries=1, first_token_timeout=0.3)
+    started = time.monotonic()
+
+    with pytest.raises(ModelError, match="first-token timeout"):
+        list(chat.stream(QUESTION))
+
+    assert time.monotonic() - started < 5.0
+    assert chat.usage().failures == 1
+
+
+def test_the_breaker_opens_after_repeated_failures_and_refuses_calls(server: OpenAIServer) -> None:
+    server.fail("http_500", times=None)
+    chat = make_chat(server, breaker=CircuitBreaker(name="test-chat", failure_threshold=2, cool_off_s=60))
+    for _ in range(2):
+        with pytest.raises(ModelError, match="500"):
+            list(chat.stream(QUESTION))
+    sent = len(server.chat_requests())
+
+    with pytest.raises(ModelCircuitOpen, match="circuit breaker open"):
+        list(chat.stream(QUESTION))
+    with pytest.raises(ModelCircuitOpen):
+        chat.complete(QUESTION)
+
+    assert len(server.chat_requests()) == sent  # refused without a request
+    assert chat.breaker.snapshot().state == "open"
+
+
+def test_after_the_cool_off_one_probe_closes_or_reopens_the_breaker(server: OpenAIServer, caplog) -> None:
+    now = [0.0]
+    breaker = CircuitBreaker(name="test-chat", failure_threshold=1, cool_off_s=30, clock=lambda: now[0])
+    chat = make_chat(server, breaker=breaker)
+    server.fail("http_500", times=2)
+    caplog.set_level(logging.INFO, logger="memory.adapters.circuit")
+
+    with pytest.raises(ModelError):
+        chat.complete(QUESTION)
+    now[0] = 31.0  # cooled off: a probe goes through, fails, and the breaker opens again
+    with pytest.raises(ModelError, match="500"):
+        chat.complete(QUESTION)
+    with pytest.raises(ModelCircuitOpen):
+        chat.complete(QUESTION)
+    now[0] = 62.0
+    assert chat.complete(QUESTION).text == "Hello from the test server."
+
+    assert breaker.snapshot().state == "closed"
+    events = [r.getMessage().split()[0] for r in caplog.records if r.name == "memory.adapters.circuit"]
+    assert events == ["event=model_breaker_opened", "event=model_breaker_half_open",
+                      "event=model_breaker_opened", "event=model_breaker_half_open",
+                      "event=model_breaker_closed"]
+
+
+def test_the_breaker_is_safe_across_threads(server: OpenAIServer) -> None:
+    breaker = CircuitBreaker(name="test-chat", failure_threshold=5, cool_off_s=60)
+    server.fail("http_500", times=None)
+    chat = make_chat(server, breaker=breaker)
+    refused: list[bool] = []
+
+    def call() -> None:
+        try:
+            chat.complete(QUESTION)
+        except ModelCircuitOpen:
+            refused.append(True)
+        except ModelError:
+            refused.append(False)
+
+    threads = [threading.Thread(target=call) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(refused) == 12
+    assert breaker.snapshot().state == "open"
+    assert len(server.chat_requests()) <= 12 - refused.count(True)
 
 
 # -- complete_json ---------------------------------------------------------------------------

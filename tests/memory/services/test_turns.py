@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, PageStatus, RetrievalTrace, Tier
-from memory.selectors import memory_stats
+from memory.selectors import memory_stats, turn_recall
 from memory.services.common import MemoryInputError
 from memory.services.pages import page_start
 from memory.services.turns import turn_run
@@ -166,3 +170,67 @@ def test_a_newcomers_statements_are_remembered_and_questions_answered_from_them(
         reply = turn_run(user=user, message=question, sona=coach).reply
         assert answer in reply.split("“")[1], (question, reply)  # the first memory cited answers it
         assert "From what I know of you" not in reply and "running coach" not in reply
+
+
+def _use_llm(memory_env, server, **overrides):
+    memory_env.LLM_ENABLED = True
+    memory_env.OPENAI_API_KEY = "sk-test"
+    memory_env.OPENAI_BASE_URL = server.base_url
+    for name, value in overrides.items():
+        setattr(memory_env, name, value)
+    configured.chat_model.cache_clear()
+
+
+def test_a_reply_that_never_stops_is_cut_at_the_token_cap(make_user, memory_env, openai_server):
+    # A runaway model on a server that ignores max_tokens streams until its context is full.
+    openai_server.honour_max_tokens = False
+    openai_server.reply("and again")
+    openai_server.fail("never_stop")
+    _use_llm(memory_env, openai_server, REPLY_MAX_TOKENS=25)
+    user = make_user()
+
+    result = turn_run(user=user, message="Tell me a story.")
+
+    assert openai_server.chat_requests()[-1].body["max_tokens"] == 25
+    assert not result.offline
+    assert len(DialoguePage.objects.get(user=user).response.split()) == 25
+
+
+def test_a_model_that_never_answers_falls_back_after_the_first_token_timeout(make_user, memory_env,
+                                                                             openai_server):
+    openai_server.fail("hang", times=None)
+    # Before the first-token timeout this turn waited OPENAI_TIMEOUT x 2 attempts (20 s here).
+    _use_llm(memory_env, openai_server, OPENAI_TIMEOUT=10.0, OPENAI_MAX_RETRIES=1,
+             OPENAI_FIRST_TOKEN_TIMEOUT=0.3)
+    user = make_user()
+    started = time.monotonic()
+
+    result = turn_run(user=user, message="Remember that my sister lives in Lisbon.")
+
+    assert time.monotonic() - started < 8.0
+    assert result.offline and "first-token timeout" in result.fallback_reason
+    assert DialoguePage.objects.get(user=user).status == PageStatus.COMPLETE
+
+
+def test_after_repeated_failures_replies_skip_the_model_and_the_recall_panel_says_so(make_user, memory_env,
+                                                                                      openai_server):
+    openai_server.fail("http_500", times=None)
+    _use_llm(memory_env, openai_server, OPENAI_MAX_RETRIES=0, LLM_BREAKER_FAILURES=2,
+             LLM_BREAKER_COOL_OFF_S=600.0)
+    user = make_user()
+    for text in ("First message.", "Second message."):
+        turn_run(user=user, message=text)
+    asked = len(openai_server.chat_requests())
+
+    result = turn_run(user=user, message="Third message, while the model cools off.")
+
+    assert len(openai_server.chat_requests()) == asked  # the model was not asked
+    assert result.offline and "circuit breaker open" in result.fallback_reason
+    event = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.REPLY_FALLBACK).latest("occurred_at")
+    assert event.payload["breaker_open"] is True
+    assert turn_recall(user=user, page_id=result.page.id).breaker_open
+    assert not turn_recall(user=user, page_id=DialoguePage.objects.get(user=user, seq=1).id).breaker_open
+    client = Client()
+    client.force_login(user)
+    panel = client.get(reverse("turn_recall", args=[result.page.id])).content.decode()
+    assert "circuit breaker was open" in panel

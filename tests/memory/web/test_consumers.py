@@ -4,6 +4,7 @@ when a Redis server answers on 127.0.0.1:6379, on the Redis layer as well."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import uuid
@@ -333,7 +334,7 @@ async def test_a_failing_turn_sends_a_clear_error_frame(channel_layer, ana, monk
     def broken(**kwargs):
         raise RuntimeError("database on fire")
 
-    monkeypatch.setattr(consumers, "turn_run", broken)
+    monkeypatch.setattr(consumers, "turn_prepare", broken)
     tab = await open_socket(ana[1])
     await tab.send_json_to({"type": "message", "text": "Are you there?"})
     frames = await frames_until(tab, final)
@@ -355,3 +356,47 @@ async def test_a_socket_stops_working_once_its_session_signs_out(channel_layer, 
     assert error["code"] == "signed_out"
     assert (await tab.receive_output(TIMEOUT))["type"] == "websocket.close"
     assert await pages_of(user) == []
+
+
+async def eventually(condition, timeout: float = 20.0) -> bool:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+@pytest.fixture
+def one_turn_worker(settings):
+    from memory.web import consumers
+
+    settings.MEMORYOS_CHAT = {**settings.MEMORYOS_CHAT, "TURN_WORKERS": 1}
+    consumers._turn_executor.cache_clear()
+    yield
+    consumers._turn_executor.cache_clear()
+
+
+async def test_a_model_that_never_answers_does_not_hold_the_turn_workers(channel_layer, ana, ben, memory_env,
+                                                                         openai_server, one_turn_worker):
+    # Before: the one turn worker waited on Ana's reply, so Ben's turn did not start until it ended
+    # (with six users and four workers, the fifth and sixth waited 42 s).
+    openai_server.fail("hang", times=None)
+    memory_env.LLM_ENABLED, memory_env.OPENAI_BASE_URL = True, openai_server.base_url
+    memory_env.OPENAI_TIMEOUT, memory_env.OPENAI_MAX_RETRIES = 60.0, 0
+    memory_env.OPENAI_FIRST_TOKEN_TIMEOUT = 60.0  # only the test ends the hanging calls
+    memory_env.LLM_BREAKER_FAILURES = 10
+    configured.chat_model.cache_clear()
+    tabs = [await open_socket(ana[1]), await open_socket(ben[1])]
+    try:
+        await tabs[0].send_json_to({"type": "message", "text": "Ana asks a question."})
+        assert await eventually(lambda: len(openai_server.chat_requests()) == 1)
+        await tabs[1].send_json_to({"type": "message", "text": "Ben asks one too."})
+        # Ben's turn reaches the model while Ana's call still hangs.
+        assert await eventually(lambda: len(openai_server.chat_requests()) == 2)
+    finally:
+        openai_server.release_hangs()
+    for tab in tabs:
+        done = (await frames_until(tab, final))[-1]
+        assert done["type"] == "turn.done" and done["offline"] and done["fallback"]
+        await tab.disconnect()

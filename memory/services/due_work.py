@@ -1,0 +1,83 @@
+"""Due work resumes by itself: what `manage.py maintenance` does, run by a server in the background.
+
+After a crash (kill -9, a lost machine) nothing is left to finish the turns that were under way or
+the maintenance that was due. A server (memoryos_site/asgi.py) starts one background thread that
+runs the due work as it starts and then every MEMORYOS_DUE_WORK_INTERVAL_S: a stopped turn's page
+is completed once it is MEMORYOS_PENDING_TIMEOUT_S old (memory.selectors.stopped_turn_pages), and
+maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
+lock and re-checks its work), so several server processes may run it side by side.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from django.db import close_old_connections
+
+from memory.selectors import users_with_maintenance_to_do
+from memory.services.maintenance import MaintenanceReport, maintenance_run
+
+log = logging.getLogger(__name__)
+
+_start_lock = threading.Lock()
+_started: threading.Thread | None = None
+_stop = threading.Event()
+
+
+def due_work_run(*, on_report: Callable[[int, MaintenanceReport], None] | None = None) -> int:
+    """Maintenance for every user whose maintenance is due or whose turn stopped; how many users ran.
+
+    One user's failure is recorded (maintenance_run marks it due again) and the others still run.
+    """
+    done = 0
+    for user_id in users_with_maintenance_to_do():
+        try:
+            report = maintenance_run(user_id=user_id)
+        except Exception:
+            log.exception("event=due_work_failed user=%s", user_id)
+            continue
+        done += 1
+        if report.interrupted:
+            log.warning("event=due_work_resumed user=%s interrupted=%s", user_id, report.interrupted)
+        if on_report is not None:
+            on_report(user_id, report)
+    return done
+
+
+def due_work_start_in_background(*, interval_s: float) -> threading.Thread:
+    """Start the process's due-work thread, once (later calls return the running one).
+
+    It runs the due work now, then every `interval_s` seconds (never again when it is 0)."""
+    global _started
+    with _start_lock:
+        if _started is None or not _started.is_alive():
+            _stop.clear()
+            _started = threading.Thread(target=_loop, args=(interval_s,), name="memory-due-work", daemon=True)
+            _started.start()
+        return _started
+
+
+def due_work_stop(timeout: float | None = None) -> None:
+    """End the background thread after its current run (tests)."""
+    global _started
+    _stop.set()
+    with _start_lock:
+        thread, _started = _started, None
+    if thread is not None:
+        thread.join(timeout)
+
+
+def _loop(interval_s: float) -> None:
+    while True:
+        close_old_connections()
+        try:
+            users = due_work_run()
+            log.log(logging.INFO if users else logging.DEBUG, "event=due_work_done users=%s", users)
+        except Exception:  # the database is down: try again on the next tick
+            log.exception("event=due_work_failed")
+        finally:
+            close_old_connections()
+        if interval_s <= 0 or _stop.wait(interval_s):
+            return
