@@ -17,9 +17,10 @@ LOGIN = "/accounts/login/"
 
 def _boot(**env: str) -> subprocess.CompletedProcess:
     """Load the settings in a fresh process, as any server or command does first."""
-    environ = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG")}
+    environ = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "MEMORYOS_DEBUG")}
     environ.update(DJANGO_SETTINGS_MODULE="memoryos_site.settings", **env)
-    return subprocess.run([sys.executable, "-c", "import django; django.setup(); print('started')"], cwd=ROOT,
+    code = "import django; django.setup(); from django.conf import settings; print('started'); print(settings.DEBUG)"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT,
                           env=environ, capture_output=True, text=True, timeout=120)
 
 
@@ -31,8 +32,35 @@ def test_an_empty_secret_key_is_refused_when_debug_is_off(key):
 
 
 def test_a_real_secret_key_starts_and_debug_may_run_without_one():
-    assert _boot(DEBUG="0", SECRET_KEY="a-real-key-" + "x" * 40).stdout.strip() == "started"
-    assert _boot(DEBUG="1", SECRET_KEY="").stdout.strip() == "started"  # the development key
+    assert _boot(DEBUG="0", SECRET_KEY="a-real-key-" + "x" * 40).stdout.split() == ["started", "False"]
+    assert _boot(DEBUG="1", SECRET_KEY="").stdout.split() == ["started", "True"]  # the development key
+
+
+def test_debug_is_off_unless_asked_for_and_a_local_key_is_made_once(tmp_path):
+    """`make run` sets nothing: DEBUG stays off (no tracebacks in answers) and the server starts with a
+    key of its own, kept under var/ so that sessions outlive a restart."""
+    assert _boot(MEMORYOS_VAR_DIR=str(tmp_path)).stdout.split() == ["started", "False"]
+    key = (tmp_path / "secret_key").read_text()
+    assert len(key) >= 50 and (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+    assert _boot(MEMORYOS_VAR_DIR=str(tmp_path)).returncode == 0
+    assert (tmp_path / "secret_key").read_text() == key
+    assert _boot(MEMORYOS_VAR_DIR=str(tmp_path), MEMORYOS_DEBUG="1").stdout.split() == ["started", "True"]
+
+
+@pytest.mark.django_db
+def test_an_error_answer_carries_no_traceback(make_user, monkeypatch):
+    """A failure inside a handler is a plain 500, whatever went wrong, with DEBUG off as it is by default."""
+    from memory.web import api_sonas
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("secret detail /srv/app/settings.py")
+
+    monkeypatch.setattr(api_sonas, "caller_of", broken)
+    client = Client(raise_request_exception=False)
+    client.force_login(make_user("ana"))
+    response = client.get("/api/memory/sonas")
+    assert response.status_code == 500
+    assert b"secret detail" not in response.content and b"Traceback" not in response.content
 
 
 @pytest.mark.django_db

@@ -60,6 +60,14 @@ def test_the_settings_page_makes_and_revokes_tokens(client, make_user):
     assert client.post("/settings/tokens/", {"name": ""}).status_code == 400
 
 
+@pytest.mark.parametrize("ident", ["abc", "-1", "1e3", ""])
+def test_revoking_a_token_by_a_malformed_id_is_refused_plainly(client, make_user, ident):
+    client.force_login(make_user("ben"))
+    response = client.post("/settings/tokens/", {"revoke": ident})
+    assert response.status_code == 400 and b"No such token." in response.content
+    assert b"int()" not in response.content and b"invalid literal" not in response.content
+
+
 def test_session_auth_needs_the_csrf_token(make_user):
     user = make_user("cara")
     client = Client(enforce_csrf_checks=True)
