@@ -69,6 +69,8 @@ def test_an_error_answer_carries_no_traceback(make_user, monkeypatch):
     ("password", b"This password is too common."),
     ("zoe-walker", b"The password is too similar to the username."),
     ("short", b"at least 8 characters"),
+    (" " * 8, b"cannot be only spaces"),
+    ("\t \u3000 \n \t ", b"cannot be only spaces"),
 ])
 def test_sign_up_refuses_weak_passwords(client, password, reason):
     response = client.post("/accounts/signup/", {"username": "zoe-walker", "password1": password,
