@@ -81,6 +81,21 @@ def test_session_auth_needs_the_csrf_token(make_user):
     assert allowed.status_code == 200
 
 
+@pytest.mark.parametrize(("headers", "message"), [
+    ({}, "Authenticate with a valid API token"),
+    (bearer("mos_nope_bad"), "The API token is unknown, revoked or malformed"),
+    ({"HTTP_AUTHORIZATION": "Basic abc"}, "The API token is unknown, revoked or malformed"),
+])
+def test_a_write_without_valid_credentials_is_a_401_not_a_csrf_failure(headers, message):
+    """A program calling without a token (or with a bad one) has no session to forge: it is told to
+    authenticate, not that a CSRF check failed."""
+    client = Client(enforce_csrf_checks=True)
+    refused = client.post("/api/memory/recall", json.dumps({"query": "mountains"}), content_type="application/json",
+                          **headers)
+    assert refused.status_code == 401
+    assert refused.json()["code"] == "unauthorized" and message in refused.json()["message"]
+
+
 @pytest.mark.slow
 def test_memories_list_get_correct_pin_repress_and_delete(client, ana):
     user, text = ana
