@@ -21,6 +21,7 @@ from django.conf import settings  # noqa: E402
 from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E402
 from memory.web.mcp import McpHttpApp, is_mcp_path  # noqa: E402
 from memory.web.routing import websocket_urlpatterns  # noqa: E402
+from memoryos_site.websocket_origin import SameOriginValidator  # noqa: E402
 
 mcp_app = McpHttpApp()
 
@@ -35,7 +36,8 @@ async def http_app(scope, receive, send):
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )
 
