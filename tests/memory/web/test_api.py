@@ -81,6 +81,17 @@ def test_session_auth_needs_the_csrf_token(make_user):
     assert allowed.status_code == 200
 
 
+def test_recall_of_an_unknown_persona_is_refused_and_creates_nothing(client, ana):
+    from memory.models import Sona
+
+    user, text = ana
+    before = Sona.objects.filter(user=user).count()
+    refused = client.post("/api/memory/recall", json.dumps({"query": "x", "sona": "stranger"}),
+                          content_type="application/json", **bearer(text))
+    assert refused.status_code == 404 and refused.json()["message"] == "Unknown persona 'stranger'."
+    assert Sona.objects.filter(user=user).count() == before
+
+
 @pytest.mark.parametrize(("headers", "message"), [
     ({}, "Authenticate with a valid API token"),
     (bearer("mos_nope_bad"), "The API token is unknown, revoked or malformed"),
