@@ -78,3 +78,17 @@ def test_the_earlier_version_survives_export_and_import(client, corrected, make_
     assert MemoryNode.objects.filter(user=twin, kind="segment", object_id__startswith=f"{new_segment.id}@").exists()
     for url in pages("twin", new_segment.id, new_fact.id, new_trait.id):
         assert client.get(url).status_code == 200, url
+
+
+def test_a_node_of_a_kind_no_page_shows_is_listed_without_a_link(client, make_user):
+    """A node of an unknown kind (one an older import let in) is shown by its label, not a 500."""
+    from memory.services.remember import memory_add
+
+    user = make_user("owner")
+    page = memory_add(user=user, text="I collect antique maps of Lisbon.")
+    node = MemoryNode.objects.get(user=user, kind="page", object_id=str(page.id))
+    odd = MemoryNode.objects.create(user=user, kind="<script>", object_id="<b>x</b>", cid=node.cid, block=node.block)
+    graph.edge_put(user_id=user.pk, source=odd, target=node, relation="about")
+    client.force_login(user)
+    response = client.get(f"/inspector/owner/provenance/page/{page.id}/")
+    assert response.status_code == 200 and b"<b>x</b>" not in response.content
