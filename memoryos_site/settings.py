@@ -162,12 +162,15 @@ AUTH_PASSWORD_VALIDATORS = [
 # Failed sign-ins (django-axes): after MEMORYOS_LOGIN_FAILURES failures for one account, or from
 # one address, signing in there is refused for MEMORYOS_LOGIN_COOLOFF_MINUTES, each further try
 # starting the wait again. Attempts are kept in the database, so every server process sees them.
-# Behind a proxy the address is the proxy's (REMOTE_ADDR) unless AXES_CLIENT_IP_CALLABLE reads
-# the forwarded one.
+# Per address only when the person's address is known (memoryos_site/client_address.py): a request
+# from a trusted proxy (MEMORYOS_TRUSTED_PROXIES, addresses or networks) names it in X-Forwarded-For.
+MEMORYOS_TRUSTED_PROXIES = [p.strip() for p in env("MEMORYOS_TRUSTED_PROXIES", "127.0.0.1,::1").split(",")
+                            if p.strip()]
+AXES_CLIENT_IP_CALLABLE = "memoryos_site.client_address.client_address"
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = env_int("MEMORYOS_LOGIN_FAILURES", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_float("MEMORYOS_LOGIN_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = "memoryos_site.client_address.lockout_parameters"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False

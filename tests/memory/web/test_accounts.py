@@ -114,3 +114,35 @@ def test_a_successful_sign_in_clears_the_failures(accounts):
     for _ in range(4):
         assert _sign_in("ana", "wrong-password").status_code == 200
     assert _sign_in("ana", "pw-123456789").status_code == 302
+
+
+def _via_proxy(username: str, password: str, *, forwarded: str | None, proxy: str = "127.0.0.1"):
+    extra = {"HTTP_X_FORWARDED_FOR": forwarded} if forwarded is not None else {}
+    return Client(REMOTE_ADDR=proxy, **extra).post(LOGIN, {"username": username, "password": password})
+
+
+@pytest.mark.parametrize("forwarded", [None, "", "not-an-address", "127.0.0.1"])
+def test_behind_a_proxy_without_the_client_address_only_accounts_are_locked(accounts, forwarded):
+    """Everyone arrives from the proxy: one person's wrong passwords must not lock everyone out."""
+    for name in ("ghost1", "ghost2", "ghost3", "ghost4", "ghost5", "ghost6"):
+        assert _via_proxy(name, "guess", forwarded=forwarded).status_code == 200
+    assert _via_proxy("ben", "pw-123456789", forwarded=forwarded).status_code == 302
+    for _ in range(5):
+        _via_proxy("ana", "wrong-password", forwarded=forwarded)
+    assert _via_proxy("ana", "pw-123456789", forwarded=forwarded).status_code == 429  # the account still is
+
+
+def test_a_trusted_proxy_s_forwarded_address_is_locked_on_its_own(accounts, settings):
+    settings.MEMORYOS_TRUSTED_PROXIES = ["10.1.0.0/16"]
+    for name in ("ghost1", "ghost2", "ghost3", "ghost4"):
+        assert _via_proxy(name, "guess", forwarded="203.0.113.9", proxy="10.1.0.5").status_code == 200
+    assert _via_proxy("ghost5", "guess", forwarded="198.51.100.1, 203.0.113.9", proxy="10.1.0.5").status_code == 429
+    assert _via_proxy("ben", "pw-123456789", forwarded="203.0.113.9", proxy="10.1.0.6").status_code == 429
+    assert _via_proxy("ben", "pw-123456789", forwarded="203.0.113.10", proxy="10.1.0.5").status_code == 302
+
+
+def test_a_forwarded_header_from_an_untrusted_client_is_ignored(accounts):
+    """A client cannot escape its address's lock by naming another address itself."""
+    for number, name in enumerate(("ghost1", "ghost2", "ghost3", "ghost4", "ghost5")):
+        _via_proxy(name, "guess", forwarded=f"198.51.100.{number}", proxy="10.0.0.9")
+    assert _via_proxy("ben", "pw-123456789", forwarded="198.51.100.77", proxy="10.0.0.9").status_code == 429
