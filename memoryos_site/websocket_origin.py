@@ -20,9 +20,11 @@ class SameOriginValidator(OriginValidator):
         headers = dict(scope.get("headers", []))
         try:
             origin = urlparse(headers[b"origin"].decode("latin1"))
-            host = urlparse("//" + headers[b"host"].decode("latin1"))
-            allowed = self.same_origin(origin, host)
-        except (KeyError, UnicodeDecodeError, ValueError):  # no Origin or Host, or a port that is no number
+            # A browser always names the Host; a client without one is no browser carrying a person's
+            # cookie to a page of another origin (what this check is for), and ALLOWED_HOSTS still applies.
+            host = urlparse("//" + headers[b"host"].decode("latin1")) if b"host" in headers else None
+            allowed = host is None or self.same_origin(origin, host)
+        except (KeyError, UnicodeDecodeError, ValueError):  # no Origin, or a port that is no number
             allowed = False
         if allowed:
             return await self.application(scope, receive, send)
