@@ -45,14 +45,15 @@ def archive(make_user) -> tuple[bytes, str]:
     return data, report.content_cid
 
 
-def rebuilt(data: bytes, change: Callable[[dict[str, Any], list], None]) -> bytes:
-    """The archive with its root's data changed by `change(root data, extra blocks)`: every hash right."""
+def rebuilt(data: bytes, change: Callable[[dict[str, Any], list, str], None], file_cid: str = "") -> bytes:
+    """The archive with its root's data changed by `change(root data, extra blocks, the file's content
+    id)`: every hash right."""
     car = car_decode(data)
     root_cid = car.roots[0]
     root = dict(node_verify(cid=root_cid, block=car.blocks[root_cid]).data)
     root["records"] = {name: list(links) for name, links in root["records"].items()}
     extra: list = []
-    change(root, extra)
+    change(root, extra, file_cid)
     cid, block = content_block(kind=ROOT_KIND, data=root)
     return car_encode(roots=[cid], blocks=[(cid, block), *extra,
                                            *((c, b) for c, b in car.blocks.items() if c != root_cid)])
@@ -65,10 +66,10 @@ def record(data: bytes, name: str, number: int = 0) -> dict[str, Any]:
     return dict(node_verify(cid=link.cid, block=car.blocks[link.cid]).data)
 
 
-def with_record(name: str, /, **fields) -> Callable[[dict, list], None]:
+def with_record(name: str, /, **fields) -> Callable[[dict, list, str], None]:
     """A change that replaces the first `name` record by one with `fields` changed."""
 
-    def change(root: dict, extra: list) -> None:
+    def change(root: dict, extra: list, file_cid: str) -> None:
         data = {**change.original, **fields}
         cid, block = content_block(kind=f"memoryos/{name}", data=data)
         extra.append((cid, block))
@@ -78,9 +79,11 @@ def with_record(name: str, /, **fields) -> Callable[[dict, list], None]:
     return change
 
 
-def setter(key: str, value: Any) -> Callable[[dict, list], None]:
-    def change(root: dict, extra: list) -> None:
-        root[key] = value(root) if callable(value) else value
+def setter(key: str, value: Any) -> Callable[[dict, list, str], None]:
+    """A change that sets the root's `key` to `value` (or to `value(root, the file's content id)`)."""
+
+    def change(root: dict, extra: list, file_cid: str) -> None:
+        root[key] = value(root, file_cid) if callable(value) else value
     return change
 
 
@@ -88,21 +91,21 @@ HOSTILE: dict[str, tuple[Callable, str]] = {
     "sonas not a list": (setter("sonas", "everyone"), "its sonas must be a list"),
     "sona entry too short": (setter("sonas", [[0, "x"]]), "sonas entry #0"),
     "sona unknown": (setter("sonas", [[0, "no-such-sona", "origin"]]), "unknown sona"),
-    "sona node out of range": (setter("sonas", lambda r: [[999, r["sonas"][0][1], "origin"]]), "names node 999"),
+    "sona node out of range": (setter("sonas", lambda r, f: [[999, r["sonas"][0][1], "origin"]]), "names node 999"),
     "importance not a number": (setter("importance", [[0, "very", 1]]), "must be a number"),
     "importance node negative": (setter("importance", [[-1, 1.0, 1]]), "names node -1"),
     "importance ratings negative": (setter("importance", [[0, 1.0, -4]]), "count of ratings"),
     "records not a map": (setter("records", ["page"]), "records must be a map"),
-    "records of an unknown kind": (setter("records", lambda r: {**r["records"], "bogus": []}), "unknown kind of rec"),
-    "a record list not a list": (setter("records", lambda r: {**r["records"], "page": "x"}), "must be a list"),
-    "a record that is a node": (setter("records", lambda r: {**r["records"], "page": [r["nodes"][0][2]]}),
+    "records of an unknown kind": (setter("records", lambda r, f: {**r["records"], "bogus": []}), "unknown kind"),
+    "a record list not a list": (setter("records", lambda r, f: {**r["records"], "page": "x"}), "must be a list"),
+    "a record that is a node": (setter("records", lambda r, f: {**r["records"], "page": [r["nodes"][0][2]]}),
                                 "not a page record"),
-    "duplicate record ids": (setter("records", lambda r: {**r["records"], "page": r["records"]["page"] * 2}),
+    "duplicate record ids": (setter("records", lambda r, f: {**r["records"], "page": r["records"]["page"] * 2}),
                              "names two records"),
-    "a node of kind <script>": (setter("nodes", lambda r: [["<script>", *r["nodes"][0][1:]], *r["nodes"][1:]]),
+    "a node of kind <script>": (setter("nodes", lambda r, f: [["<script>", *r["nodes"][0][1:]], *r["nodes"][1:]]),
                                 "unknown kind '<script>'"),
-    "a node with a repeated id": (setter("nodes", lambda r: [*r["nodes"], r["nodes"][0]]), "repeated object id"),
-    "a node naming file bytes": (setter("nodes", lambda r: [*r["nodes"], ["page", "x", r["cid"]]]),
+    "a node with a repeated id": (setter("nodes", lambda r, f: [*r["nodes"], r["nodes"][0]]), "repeated object id"),
+    "a node naming file bytes": (setter("nodes", lambda r, f: [*r["nodes"], ["page", "x", Link(f)]]),
                                  "names no node block"),
     "aliases not pairs": (setter("aliases", [[0]]), "aliases entry #0"),
     "a page seq that is text": (with_record("page", seq="abc"), "page record #0: seq"),
@@ -126,8 +129,7 @@ def test_an_archive_with_wrong_content_is_refused_and_nothing_is_written(make_us
     change, reason = HOSTILE[case]
     if getattr(change, "record", None):
         change.original = record(data, change.record)
-    bad = rebuilt(data, lambda root, extra: (root.__setitem__("cid", Link(content_cid)), change(root, extra),
-                                              root.pop("cid")))
+    bad = rebuilt(data, change, content_cid)
     bob = make_user("bob")
     with pytest.raises(MemoryInputError, match="refused") as refused:
         memory_import(user=bob, source=io.BytesIO(bad))
@@ -138,7 +140,7 @@ def test_an_archive_with_wrong_content_is_refused_and_nothing_is_written(make_us
 def test_a_refused_import_leaves_no_file_bytes_behind(make_user, archive):
     """The file's bytes used to be stored before the records were checked."""
     data, content_cid = archive
-    bad = rebuilt(data, setter("records", lambda r: {**r["records"], "page": r["records"]["page"] * 2}))
+    bad = rebuilt(data, setter("records", lambda r, f: {**r["records"], "page": r["records"]["page"] * 2}))
     with pytest.raises(MemoryInputError):
         memory_import(user=make_user("bob"), source=io.BytesIO(bad))
     assert not storages[STORAGE].exists(blob_path(content_cid))
