@@ -24,6 +24,8 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py demo_user
 	$(BIN)/python manage.py collectstatic --noinput -v 0
+	@echo "Local development server on http://$(HOST):$(PORT)/ with DEBUG off (MEMORYOS_DEBUG=1 turns it on):"
+	@echo "  the secret key is var/secret_key, made for this machine; a deployment sets SECRET_KEY and ALLOWED_HOSTS."
 	$(BIN)/daphne -b $(HOST) -p $(PORT) memoryos_site.asgi:application
 
 test: install

@@ -345,6 +345,7 @@ class LifecycleEvent(models.Model):
         SONA_JOINED = "sona_joined", "a memory bubbled up into a sona (Memoria)"
         RECOLLECTED = "recollected", "recollection stored (Exocortex)"
         FILE_ATTACHED = "file_attached", "a file attached to a turn"
+        MEMORY_IMPORTED = "memory_imported", "memory imported from an archive"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     kind = models.CharField(max_length=32, choices=Kind.choices)

@@ -17,12 +17,11 @@ from django.http import Http404
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
-from ninja.security import django_auth
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle
 
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.web.api import router as memory_router
-from memory.web.api_auth import ApiError, TokenAuth
+from memory.web.api_auth import ApiError, BrowserSessionAuth, TokenAuth
 from memory.web.api_files import router as files_router
 from memory.web.api_memories import router as memories_router
 from memory.web.api_sonas import router as sonas_router
@@ -33,7 +32,7 @@ api = NinjaAPI(
     description="A memory operating system for chat assistants: turns, memories (list, search, correct, pin, "
                 "repress, delete), recall with any policy, long-term persona memory, the lifecycle log and "
                 "retrieval traces. Authenticate with a personal API token (Bearer) or the browser session.",
-    auth=[TokenAuth(), django_auth],
+    auth=[TokenAuth(), BrowserSessionAuth()],
     throttle=[AuthRateThrottle(settings.MEMORYOS_API["RATE"]), AnonRateThrottle(settings.MEMORYOS_API["ANON_RATE"])],
 )
 api.add_router("/memory/", memory_router)
@@ -89,6 +88,9 @@ def request_parse_refused(request, exc: SuspiciousOperation):
 
 @api.exception_handler(AuthenticationError)
 def authentication_error(request, exc: AuthenticationError):
+    if request.headers.get("Authorization"):
+        return error(request, 401, "unauthorized", "The API token is unknown, revoked or malformed "
+                     "(send `Authorization: Bearer mos_…`, a token made on /settings/tokens/).")
     return error(request, 401, "unauthorized", "Authenticate with a valid API token or a signed-in session.")
 
 

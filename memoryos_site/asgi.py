@@ -24,6 +24,7 @@ from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E
 from memory.services.due_work import due_work_start_in_background  # noqa: E402
 from memory.web.mcp import McpHttpApp, is_mcp_path  # noqa: E402
 from memory.web.routing import websocket_urlpatterns  # noqa: E402
+from memoryos_site.websocket_origin import SameOriginValidator  # noqa: E402
 
 mcp_app = McpHttpApp()
 
@@ -38,7 +39,8 @@ async def http_app(scope, receive, send):
 application = ProtocolTypeRouter(
     {
         "http": http_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )
 

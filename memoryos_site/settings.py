@@ -35,18 +35,36 @@ def env_float(name: str, default: float) -> float:
 
 
 DEV_SECRET_KEY = "dev-insecure-memoryos-key-change-me"
-DEBUG = env_bool("DEBUG", True)
+# Off unless asked for (MEMORYOS_DEBUG=1, or DEBUG=1): with DEBUG on every error page and API 500
+# carries a traceback with settings and local variables.
+DEBUG = env_bool("MEMORYOS_DEBUG", env_bool("DEBUG", False))
+VAR_DIR = Path(env("MEMORYOS_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def local_secret_key(path: Path) -> str:
+    """This machine's own key, made once and kept under var/ (mode 0600): `make run` works out of
+    the box with DEBUG off, and sessions outlive a restart. A deployment sets SECRET_KEY."""
+    from django.core.management.utils import get_random_secret_key
+
+    try:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(get_random_secret_key())
+    except FileExistsError:
+        pass
+    return path.read_text().strip()
+
+
 # An empty key (SECRET_KEY= in a shell or an .env file) is no key: Django would start and then
-# fail every request that signs anything (sessions, CSRF) with a 500.
-SECRET_KEY = env("SECRET_KEY").strip() or DEV_SECRET_KEY
+# fail every request that signs anything (sessions, CSRF) with a 500. Unset, DEBUG uses the
+# development key and a server without DEBUG the local key of var/secret_key.
+SECRET_KEY = env("SECRET_KEY").strip() or (
+    DEV_SECRET_KEY if DEBUG or "SECRET_KEY" in os.environ else local_secret_key(VAR_DIR / "secret_key"))
 if not DEBUG and SECRET_KEY == DEV_SECRET_KEY:
     raise ImproperlyConfigured("Set SECRET_KEY to a long random value: it is missing or empty, and the development "
                                "key is refused when DEBUG is off.")
 ALLOWED_HOSTS = [h for h in env("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
-
-VAR_DIR = Path(env("MEMORYOS_VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 INSTALLED_APPS = [
     "daphne",
@@ -135,6 +153,7 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "memoryos_site.password_validation.NotBlankValidator"},
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -143,12 +162,15 @@ AUTH_PASSWORD_VALIDATORS = [
 # Failed sign-ins (django-axes): after MEMORYOS_LOGIN_FAILURES failures for one account, or from
 # one address, signing in there is refused for MEMORYOS_LOGIN_COOLOFF_MINUTES, each further try
 # starting the wait again. Attempts are kept in the database, so every server process sees them.
-# Behind a proxy the address is the proxy's (REMOTE_ADDR) unless AXES_CLIENT_IP_CALLABLE reads
-# the forwarded one.
+# Per address only when the person's address is known (memoryos_site/client_address.py): a request
+# from a trusted proxy (MEMORYOS_TRUSTED_PROXIES, addresses or networks) names it in X-Forwarded-For.
+MEMORYOS_TRUSTED_PROXIES = [p.strip() for p in env("MEMORYOS_TRUSTED_PROXIES", "127.0.0.1,::1").split(",")
+                            if p.strip()]
+AXES_CLIENT_IP_CALLABLE = "memoryos_site.client_address.client_address"
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = env_int("MEMORYOS_LOGIN_FAILURES", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_float("MEMORYOS_LOGIN_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = "memoryos_site.client_address.lockout_parameters"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False

@@ -547,8 +547,8 @@ def _centre_nodes(user, kind: str, ident: str) -> list[MemoryNode]:
 def node_labels(*, user, nodes: list[MemoryNode], trait_keys: dict[str, str] | None = None) -> dict[int, str]:
     """A short text per node: a page's words, a segment's keywords, a fact's text, a trait's name."""
     ids: dict[str, list[str]] = {}
-    for node in nodes:
-        ids.setdefault(node.kind, []).append(node.object_id)
+    for node in nodes:  # an earlier version of a corrected memory ("<id>@<cid tail>") is labelled by its memory
+        ids.setdefault(node.kind, []).append(node.object_id.partition("@")[0])
     text: dict[tuple[str, str], str] = {}
     for page in DialoguePage.objects.filter(user=user, id__in=_uuids(ids.get(MemoryNode.Kind.PAGE, []))):
         text[(MemoryNode.Kind.PAGE, str(page.id))] = f"#{page.seq} {page.query[:60]}"
@@ -564,7 +564,14 @@ def node_labels(*, user, nodes: list[MemoryNode], trait_keys: dict[str, str] | N
     for object_id in ids.get(MemoryNode.Kind.USER_TRAIT, []):
         key = trait_of.get(object_id)
         text[(MemoryNode.Kind.USER_TRAIT, object_id)] = TRAITS_BY_KEY[key].name if key in TRAITS_BY_KEY else "trait"
-    return {node.pk: text.get((node.kind, node.object_id), "(no longer in memory)") for node in nodes}
+    return {node.pk: _node_label(text, node) for node in nodes}
+
+
+def _node_label(text: dict[tuple[str, str], str], node: MemoryNode) -> str:
+    head, at, _ = node.object_id.partition("@")
+    if at and node.kind != MemoryNode.Kind.USER_TRAIT:
+        return f"earlier version of {text.get((node.kind, head), 'a memory no longer kept')}"
+    return text.get((node.kind, node.object_id), "(no longer in memory)")
 
 
 def _trait_evidence_keys(user) -> dict[str, str]:

@@ -25,12 +25,15 @@ what it gave over the original.
 from __future__ import annotations
 
 import base64
+import math
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, BinaryIO
 
-from django.db import models, transaction
+from django.core.exceptions import ValidationError
+from django.core.files.storage import storages
+from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
 from memory.engine.content_ids import content_block, trait_evidence_object_id
@@ -39,6 +42,7 @@ from memory.formats.car import CarError, car_read, car_write
 from memory.models import (
     AttachedFile,
     DialoguePage,
+    LifecycleEvent,
     MemoryAlias,
     MemoryEdge,
     MemoryNode,
@@ -50,7 +54,9 @@ from memory.models import (
     UserMemoryState,
 )
 from memory.services.common import MemoryInputError, lock_user_state
-from memory.services.files import blob_put, blob_read
+from memory.services.events import event_record
+from memory.services.files import STORAGE as FILES_STORAGE
+from memory.services.files import blob_path, blob_put, blob_read, blobs_release
 from memory.services.memoria import fulltext_page_put
 from memory.services.pages import page_row_text
 from memory.services.reindex import reindex_user
@@ -168,7 +174,7 @@ def memory_export(*, user, out: BinaryIO) -> Summary:
 
 # ------------------------------------------------------------------ import
 
-def _read(source: BinaryIO) -> tuple[dict[str, Any], dict[str, bytes], dict[str, Any]]:
+def _read(source: BinaryIO) -> tuple[dict[str, Any], dict[str, bytes], dict[str, Any], str]:
     """The root's data, the blocks and every block's node, all checked; MemoryInputError names the first bad one."""
     try:
         archive = car_read(source)
@@ -190,13 +196,111 @@ def _read(source: BinaryIO) -> tuple[dict[str, Any], dict[str, bytes], dict[str,
         raise MemoryInputError(f"Not a MemoryOS memory export: its root is a {root.kind!r} node.")
     if root.data.get("version") != VERSION:
         raise MemoryInputError(f"Export version {root.data.get('version')!r}; this installation reads {VERSION}.")
-    return root.data, dict(archive.blocks), decoded
+    return root.data, dict(archive.blocks), decoded, archive.roots[0]
 
 
-def _record(decoded: dict, link: Any, name: str) -> dict[str, Any]:
-    if not isinstance(link, Link) or link.cid not in decoded or decoded[link.cid].kind != f"memoryos/{name}":
-        raise MemoryInputError(f"The export's {name} list names a block that is not a {name} record: {link!r}.")
-    return dict(decoded[link.cid].data)
+def _refused(reason: str) -> MemoryInputError:
+    return MemoryInputError(f"The archive is refused, nothing was imported: {reason}")
+
+
+@dataclass
+class _Contents:
+    """An archive's root, checked to the last entry before anything is written."""
+
+    records: dict[str, list[dict[str, Any]]]
+    nodes: list[tuple[str, str, str]]  # kind, object id, CID
+    aliases: list[tuple[int, str]]
+    importance: list[tuple[int, float, int]]
+    sonas: list[tuple[int, str, str]]
+
+
+def _entries(root: dict, name: str, width: int) -> list[list]:
+    value = root.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _refused(f"its {name} must be a list, not {type(value).__name__}.")
+    for number, entry in enumerate(value):
+        if not isinstance(entry, list) or len(entry) != width:
+            raise _refused(f"{name} entry #{number} must be a list of {width} values, not {entry!r:.120}.")
+    return value
+
+
+def _node_number(value: Any, what: str, count: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+        raise _refused(f"{what} names node {value!r:.40}; the export has nodes 0 to {count - 1}.")
+    return value
+
+
+def _records(root: dict, decoded: dict) -> dict[str, list[dict[str, Any]]]:
+    records = root.get("records") or {}
+    if not isinstance(records, dict):
+        raise _refused("its records must be a map of record lists.")
+    unknown = sorted(set(records) - {name for name, _ in RECORDS})
+    if unknown:
+        raise _refused(f"unknown kind of record {unknown[0]!r:.80}.")
+    plain: dict[str, list[dict[str, Any]]] = {}
+    seen: dict[str, str] = {}
+    for name, _ in RECORDS:
+        links = records.get(name) or []
+        if not isinstance(links, list):
+            raise _refused(f"its {name} records must be a list.")
+        plain[name] = []
+        for number, link in enumerate(links):
+            if not isinstance(link, Link) or link.cid not in decoded or decoded[link.cid].kind != f"memoryos/{name}":
+                raise _refused(f"the export's {name} list names a block that is not a {name} record: {link!r:.120}.")
+            data = decoded[link.cid].data
+            if not isinstance(data, dict):
+                raise _refused(f"{name} record #{number} is not a map of fields.")
+            if name in NEW_IDS:
+                ident = data.get("id")
+                if not isinstance(ident, str) or not ident or len(ident) > 64:
+                    raise _refused(f"{name} record #{number} has no id: {ident!r:.80}.")
+                if ident in seen:
+                    raise _refused(f"the id {ident!r} names two records ({seen[ident]} and {name}).")
+                seen[ident] = name
+            plain[name].append(dict(data))
+    return plain
+
+
+def _contents(root: dict, blocks: dict, decoded: dict) -> _Contents:
+    """Every record, node and annotation of the root, checked; MemoryInputError names the first bad one."""
+    records = _records(root, decoded)
+    for data in records["file"]:  # every file's bytes are in the archive (checked against their CID above)
+        content_cid = data.get("content_cid")
+        if not isinstance(content_cid, str) or content_cid not in blocks or content_cid in decoded:
+            raise _refused(f"the file {str(data.get('name'))!r:.120} names bytes the archive does not hold: "
+                           f"{content_cid!r:.120}.")
+    nodes, seen = [], set()
+    for number, (kind, object_id, link) in enumerate(_entries(root, "nodes", 3)):
+        if kind not in MemoryNode.Kind.values:
+            raise _refused(f"node #{number} is of an unknown kind {kind!r:.80}.")
+        if not isinstance(object_id, str) or not object_id or len(object_id) > 64 or (kind, object_id) in seen:
+            raise _refused(f"node #{number} has a missing, overlong or repeated object id {object_id!r:.80}.")
+        if not isinstance(link, Link) or link.cid not in decoded:
+            raise _refused(f"node #{number} names no node block of the archive: {link!r:.120}.")
+        seen.add((kind, object_id))
+        nodes.append((kind, object_id, link.cid))
+    count = len(nodes)
+    aliases = []
+    for number, cid in _entries(root, "aliases", 2):
+        if not isinstance(cid, str) or not 0 < len(cid) <= 100:
+            raise _refused(f"an alias of node {number!r:.40} is not a content id: {cid!r:.120}.")
+        aliases.append((_node_number(number, "an alias", count), cid))
+    importance = []
+    for number, value, ratings in _entries(root, "importance", 3):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or isinstance(ratings, bool) or not isinstance(ratings, int) or not 0 <= ratings < 2**31:
+            raise _refused(f"the importance of node {number!r:.40} must be a number and a count of ratings, "
+                           f"not {value!r:.40} and {ratings!r:.40}.")
+        importance.append((_node_number(number, "an importance", count), float(value), ratings))
+    sona_ids = {data["id"] for data in records["sona"]}
+    sonas = []
+    for number, sona_id, via in _entries(root, "sonas", 3):
+        if sona_id not in sona_ids or via not in SonaMembership.Via.values:
+            raise _refused(f"a sona membership names an unknown sona {sona_id!r:.80} or way {via!r:.40}.")
+        sonas.append((_node_number(number, "a sona membership", count), sona_id, via))
+    return _Contents(records=records, nodes=nodes, aliases=aliases, importance=importance, sonas=sonas)
 
 
 def _has_memory(user) -> bool:
@@ -219,30 +323,39 @@ def _remap(data: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _import_rows(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, str], summary: Summary) -> None:
-    records = root.get("records") or {}
-    plain = {name: [_record(decoded, link, name) for link in records.get(name) or []] for name, _ in RECORDS}
-    for data in plain["file"]:  # every file's bytes are in the archive (checked against their CID above)
-        if data.get("content_cid") not in blocks:
-            raise MemoryInputError(f"The export's file {data.get('name')!r} names bytes the archive does not hold: "
-                                   f"{data.get('content_cid')!r}.")
-        blob_put(data["content_cid"], blocks[data["content_cid"]])
+def _checked_row(model: type[models.Model], name: str, number: int, row: models.Model) -> models.Model:
+    """A row whose every field holds a value of its type (an archive's record is anyone's data)."""
+    relations = [column.name for column in model._meta.concrete_fields if column.is_relation]
+    try:
+        row.clean_fields(exclude=relations)
+    except ValidationError as error:
+        problems = {field: [m for m in messages if m != "This field cannot be blank."]
+                    for field, messages in error.message_dict.items()}
+        problems = {field: messages for field, messages in problems.items() if messages}
+        if problems:
+            field, messages = next(iter(problems.items()))
+            raise _refused(f"{name} record #{number}: {field}: {messages[0]}") from None
+    return row
+
+
+def _import_rows(user, contents: _Contents, ids: dict[str, str], summary: Summary, *, seq_offset: int) -> None:
+    plain = contents.records
     for name in NEW_IDS:
         for data in plain[name]:
             ids[str(data["id"])] = str(uuid.uuid4())
     existing_sonas = {sona.name: sona for sona in Sona.objects.filter(user=user)}
     has_default = any(sona.is_default for sona in existing_sonas.values())
-    for data in plain["sona"]:
+    for number, data in enumerate(plain["sona"]):
         if data.get("name") in existing_sonas:  # the same sona: its memories join it
             ids[str(data["id"])] = str(existing_sonas[data["name"]].id)
             continue
         values = _values(Sona, _remap(data, ids))
         values["is_default"] = bool(values.get("is_default")) and not has_default
-        Sona.objects.create(user=user, **values)
+        _checked_row(Sona, "sona", number, Sona(user=user, **values)).save(force_insert=True)
     previous: dict[str, str] = {}
     for name, model in ROW_RECORDS:
         rows = []
-        for data in plain[name]:
+        for number, data in enumerate(plain[name]):
             values = _values(model, _remap(data, ids))
             if values.get("id") is None:
                 values.pop("id", None)
@@ -250,7 +363,9 @@ def _import_rows(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, s
                 previous[values["id"]] = values.pop("previous_id")
             if name == "page":
                 values["turns_indexed"] = False  # the utterance index is rebuilt after the commit
-            rows.append(model(user=user, **values))
+                if isinstance(values.get("seq"), int) and not isinstance(values["seq"], bool):
+                    values["seq"] += seq_offset
+            rows.append(_checked_row(model, name, number, model(user=user, **values)))
         model.objects.bulk_create(rows)
         summary.records[name] = len(rows)
     for page_id, previous_id in previous.items():
@@ -258,7 +373,10 @@ def _import_rows(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, s
     for data in plain["profile"][:1]:
         UserProfile.objects.update_or_create(user=user, defaults=_values(UserProfile, data))
     for data in plain["state"][:1]:
-        UserMemoryState.objects.filter(user=user).update(next_seq=max(int(data.get("next_seq", 1)), 1))
+        state = UserMemoryState.objects.get(user=user)
+        state.next_seq = max(int(data.get("next_seq", 1)) + seq_offset, state.next_seq if seq_offset else 1, 1)
+        state.maintenance_due = state.maintenance_due or bool(seq_offset)  # two memories' tiers settle
+        state.save(update_fields=["next_seq", "maintenance_due"])
 
 
 def _object_id(kind: str, object_id: str, ids: dict[str, str], traits: dict[str, str]) -> str:
@@ -268,7 +386,8 @@ def _object_id(kind: str, object_id: str, ids: dict[str, str], traits: dict[str,
     return ids.get(head, head) + at + tail
 
 
-def _import_graph(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, str], summary: Summary) -> None:
+def _import_graph(user, contents: _Contents, blocks: dict, decoded: dict, ids: dict[str, str],
+                  summary: Summary) -> None:
     traits: dict[str, str] = {}  # a piece of trait evidence is named by (dimension, page)
     old_ids = {new: old for old, new in ids.items()}
     for trait in UserTrait.objects.filter(user=user):
@@ -276,16 +395,11 @@ def _import_graph(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, 
             new_page = str(entry.get("page_id"))
             old_page = old_ids.get(new_page, new_page)
             traits[trait_evidence_object_id(trait.key, old_page)] = trait_evidence_object_id(trait.key, new_page)
-    nodes = []
-    for entry in root.get("nodes") or []:
-        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], Link)
-                and entry[2].cid in blocks):
-            raise MemoryInputError(f"The export's node list has an entry that names no block of it: {entry!r}.")
-        kind, object_id, link = entry
-        nodes.append(MemoryNode(user=user, kind=kind, object_id=_object_id(kind, str(object_id), ids, traits),
-                                cid=link.cid, block=blocks[link.cid]))
-    MemoryNode.objects.bulk_create(nodes)
-    nodes = list(MemoryNode.objects.filter(user=user).order_by("pk"))
+    first = MemoryNode.objects.filter(user=user).order_by("-pk").values_list("pk", flat=True).first() or 0
+    MemoryNode.objects.bulk_create([
+        MemoryNode(user=user, kind=kind, object_id=_object_id(kind, object_id, ids, traits), cid=cid, block=blocks[cid])
+        for kind, object_id, cid in contents.nodes])
+    nodes = list(MemoryNode.objects.filter(user=user, pk__gt=first).order_by("pk"))  # the archive's, in its order
     by_cid: dict[str, MemoryNode] = {}
     for node in nodes:  # a memory's current node before an earlier version with the same content
         if "@" not in node.object_id or node.cid not in by_cid:
@@ -299,43 +413,71 @@ def _import_graph(user, root: dict, blocks: dict, decoded: dict, ids: dict[str, 
                 edges.append(MemoryEdge(user=user, source=node, target=target, relation=relation,
                                         weight=dependency.weight))
     MemoryEdge.objects.bulk_create(edges, ignore_conflicts=True)
-    MemoryAlias.objects.bulk_create(
-        [MemoryAlias(user=user, node=nodes[number], cid=str(alias)) for number, alias in root.get("aliases") or []
-         if isinstance(number, int) and 0 <= number < len(nodes)], ignore_conflicts=True)
-    _import_annotations(user, root, nodes, ids)
+    MemoryAlias.objects.bulk_create([MemoryAlias(user=user, node=nodes[number], cid=alias)
+                                     for number, alias in contents.aliases], ignore_conflicts=True)
+    _import_annotations(user, contents, nodes, ids)
     summary.nodes, summary.edges = len(nodes), len(edges)
 
 
-def _import_annotations(user, root: dict, nodes: list[MemoryNode], ids: dict[str, str]) -> None:
+def _import_annotations(user, contents: _Contents, nodes: list[MemoryNode], ids: dict[str, str]) -> None:
     """Memoria's importance and sona memberships, by node number; the full-text index of the pages."""
     rated = []
-    for number, importance, ratings in root.get("importance") or []:
-        if isinstance(number, int) and 0 <= number < len(nodes):
-            nodes[number].importance, nodes[number].importance_ratings = float(importance), int(ratings)
-            rated.append(nodes[number])
+    for number, importance, ratings in contents.importance:
+        nodes[number].importance, nodes[number].importance_ratings = importance, ratings
+        rated.append(nodes[number])
     MemoryNode.objects.bulk_update(rated, ["importance", "importance_ratings"])
     SonaMembership.objects.bulk_create(
-        [SonaMembership(user=user, node=nodes[number], sona_id=ids[str(sona_id)], via=str(via))
-         for number, sona_id, via in root.get("sonas") or []
-         if isinstance(number, int) and 0 <= number < len(nodes) and str(sona_id) in ids], ignore_conflicts=True)
-    for page in DialoguePage.objects.filter(user=user, status=PageStatus.COMPLETE).order_by("pk"):
+        [SonaMembership(user=user, node=nodes[number], sona_id=ids[sona_id], via=via)
+         for number, sona_id, via in contents.sonas], ignore_conflicts=True)
+    imported = {uuid.UUID(ident) for ident in ids.values()}
+    for page in DialoguePage.objects.filter(user=user, status=PageStatus.COMPLETE, pk__in=imported).order_by("pk"):
         fulltext_page_put(page=page, text=page_row_text(page))
 
 
-def memory_import(*, user, source: BinaryIO) -> Summary:
-    """Import an export (memory_export) into `user`, who must have no memory yet; every block is
-    checked first and a bad archive changes nothing. The vectors are rebuilt after the commit."""
-    root, blocks, decoded = _read(source)
-    summary = Summary(user=user.get_username(), blocks=len(blocks))
-    with transaction.atomic():
-        lock_user_state(user.pk)
-        if _has_memory(user):
-            raise MemoryInputError(f"{user.get_username()} already has memories; import into a user without any.")
-        ids: dict[str, str] = {}
-        try:
-            _import_rows(user, root, blocks, decoded, ids, summary)
-        except (KeyError, TypeError, ValueError) as error:
-            raise MemoryInputError(f"The export's records cannot be imported: {error!r}") from None
-        _import_graph(user, root, blocks, decoded, ids, summary)
-        transaction.on_commit(lambda: reindex_user(user_id=user.pk))
+def _blobs_put(contents: _Contents, blocks: dict) -> list[str]:
+    """The files' bytes, put last (after every row is written); the ones this import added."""
+    storage, added = storages[FILES_STORAGE], []
+    for content_cid in dict.fromkeys(data["content_cid"] for data in contents.records["file"]):
+        if not storage.exists(blob_path(content_cid)):
+            added.append(content_cid)
+        blob_put(content_cid, blocks[content_cid])
+    return added
+
+
+def memory_import(*, user, source: BinaryIO, into_existing: bool = False) -> Summary:
+    """Import an export (memory_export) into `user`; a user who has memories already is refused
+    unless `into_existing` (the archive's pages then come after theirs). Every block and every
+    record is checked first and a bad archive changes nothing, in the database or the file storage.
+    The import is recorded in the user's log with where it came from. The vectors are rebuilt after
+    the commit."""
+    root, blocks, decoded, root_cid = _read(source)
+    contents = _contents(root, blocks, decoded)
+    summary = Summary(user=user.get_username(), blocks=len(blocks), root=root_cid)
+    added: list[str] = []
+    try:
+        with transaction.atomic():
+            state = lock_user_state(user.pk)
+            existing = _has_memory(user)
+            if existing and not into_existing:
+                raise MemoryInputError(f"{user.get_username()} already has memories; import into a user without any, "
+                                       "or ask to add to them (--into-existing).")
+            ids: dict[str, str] = {}
+            try:
+                _import_rows(user, contents, ids, summary, seq_offset=state.next_seq - 1 if existing else 0)
+                _import_graph(user, contents, blocks, decoded, ids, summary)
+            except MemoryInputError:
+                raise
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError, ValidationError,
+                    DatabaseError) as error:
+                raise _refused(f"its records cannot be stored: {str(error)[:300]}") from None
+            event_record(user_id=user.pk, kind=LifecycleEvent.Kind.MEMORY_IMPORTED, subject_id=root_cid,
+                         archive=root_cid, source_user=str(root.get("user", ""))[:150],
+                         exported_at=str(root.get("exported_at", ""))[:40], into_existing=existing,
+                         records={name: count for name, count in summary.records.items() if count},
+                         nodes=summary.nodes)
+            added = _blobs_put(contents, blocks)
+            transaction.on_commit(lambda: reindex_user(user_id=user.pk))
+    except BaseException:
+        blobs_release(added)  # bytes this import put that no row names: a refused import leaves nothing
+        raise
     return summary

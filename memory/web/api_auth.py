@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from ninja.errors import HttpError
-from ninja.security import HttpBearer
+from ninja.security import HttpBearer, SessionAuth
 
 from memory.inspector.selectors import EDIT_ANY, INSPECT_ANY
 from memory.services.tokens import operator_access_record, token_authenticate
@@ -48,6 +48,16 @@ class TokenAuth(HttpBearer):
     def authenticate(self, request, token: str) -> TokenPrincipal | None:
         found = token_authenticate(text=token)
         return TokenPrincipal(user=found.user, prefix=found.prefix) if found is not None else None
+
+
+class BrowserSessionAuth(SessionAuth):
+    """The browser's session, its CSRF token checked only when there is a session to forge: a write
+    with no credentials (or a bad token) is a 401 saying so, not django-ninja's 403 "CSRF check Failed"."""
+
+    def _get_key(self, request) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from memory.recall.base import UnknownPolicyError
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_correct, memory_pin, memory_repress
 from memory.services.recall import recall_for_query
-from memory.services.users import sona_get_or_create
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of
 from memory.web.pagination import Pages, Projected
@@ -143,7 +142,11 @@ def recall(request, payload: RecallIn, user: str | None = None):
 
 
 def _recall(user, payload: RecallIn) -> dict[str, Any]:
-    sona = sona_get_or_create(user=user, name=payload.sona) if payload.sona else None
+    sona = None
+    if payload.sona:  # a recall changes nothing (unless asked to warm memories): no persona is made for it
+        sona = selectors.sona_named(user=user, name=payload.sona)
+        if sona is None:
+            raise ApiError(404, "not_found", f"Unknown persona {payload.sona.strip()!r}.")
     try:
         found = recall_for_query(user=user, query=payload.query, sona=sona, policy=payload.policy,
                                  update_heat=payload.update_heat, record_trace=payload.record_trace,

@@ -9,7 +9,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory.inspector.selectors import can_edit, can_inspect, memory_for_actions, user_named
@@ -32,6 +34,16 @@ def _target(request, username: str, *, editing: bool):
     return target
 
 
+def _back(request, *candidates: str | None, default: str) -> str:
+    """The first place to go back to that is on this site: `next` and the Referer come from the
+    browser, and a page elsewhere could send a person off to any address (an open redirect)."""
+    for url in candidates:
+        if url and url_has_allowed_host_and_scheme(url, allowed_hosts={request.get_host()},
+                                                   require_https=request.is_secure()):
+            return url
+    return default
+
+
 def _bar(request, target, kind: str, ident: str, *, notice: str = "", error: str = "", status: int = 200):
     memory = memory_for_actions(user=target, kind=kind, ident=ident)
     if memory is None:
@@ -41,7 +53,8 @@ def _bar(request, target, kind: str, ident: str, *, notice: str = "", error: str
             messages.error(request, error)
         elif notice:
             messages.success(request, notice)
-        return redirect(request.POST.get("next") or request.META.get("HTTP_REFERER") or "inspector_home")
+        return redirect(_back(request, request.POST.get("next"), request.META.get("HTTP_REFERER"),
+                              default=reverse("inspector_home")))
     return render(request, "inspector/_actions.html", {"target": target, "m": memory, "notice": notice,
                                                         "error": error, "can_edit": True,
                                                         "urls": action_urls(target.get_username(), kind, memory.ident)},
@@ -121,7 +134,8 @@ def delete(request, username, kind, ident):
         return render(request, "inspector/_delete.html", {"target": target, "r": radius, "kind": kind,
                                                           "ident": ident})
     messages.success(request, f"Deleted {radius.title[:80]!r} and what depended only on it. This is final.")
-    destination = request.POST.get("next") or f"/inspector/{target.get_username()}/"
+    destination = _back(request, request.POST.get("next"),
+                        default=reverse("inspector_overview", args=[target.get_username()]))
     if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = destination

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -133,14 +133,23 @@ def trait(request, username, key):
     return _render(request, "inspector/trait.html", target, "lpm", {"e": evidence})
 
 
+PROVENANCE_KINDS = {"page", "fact", "agent_trait", "recollection", "file", "segment"}
+
+
 def _node_url(username: str, node, trait_key: str | None) -> str:
-    if node.kind == "segment":
-        return reverse("inspector_segment", args=[username, node.object_id])
-    if node.kind == "user_trait":
-        return reverse("inspector_trait", args=[username, trait_key]) if trait_key else ""
-    kind = {"page": "page", "fact": "fact", "agent_trait": "agent_trait", "recollection": "recollection",
-            "file": "file"}[node.kind]
-    return reverse("inspector_provenance", args=[username, kind, node.object_id])
+    """Where a node of the graph is shown; "" (no link) for one with no page: an imported node of an
+    unknown kind, or an object id no route takes. An earlier version of a corrected memory
+    ("<id>@<old cid's tail>") has its provenance page; the segment page is for the current one."""
+    try:
+        if node.kind == "user_trait":
+            return reverse("inspector_trait", args=[username, trait_key]) if trait_key else ""
+        if node.kind == "segment" and "@" not in node.object_id:
+            return reverse("inspector_segment", args=[username, node.object_id])
+        if node.kind in PROVENANCE_KINDS:
+            return reverse("inspector_provenance", args=[username, node.kind, node.object_id])
+    except NoReverseMatch:
+        pass
+    return ""
 
 
 @login_required

@@ -31,7 +31,6 @@ from memory.services.files import file_open
 from memory.services.recall import recall_for_query
 from memory.services.remember import memory_add
 from memory.services.tokens import token_authenticate
-from memory.services.users import sona_get_or_create
 from memory.web.api_memories import memory_out
 
 MCP_PATH = "/mcp"
@@ -57,9 +56,18 @@ def _ipld_json(value: Any) -> Any:
     return value
 
 
+def _known_sona(user, name: str):
+    """The persona a recall names: a recall changes nothing, so an unknown one is refused, not made."""
+    found = selectors.sona_named(user=user, name=name)
+    if found is None:
+        raise MemoryInputError(f"Unknown persona {name.strip()!r}: recall changes nothing, so it makes no persona "
+                               "(add_memory with this sona, or the chat, makes one).")
+    return found
+
+
 def _recall(user, prompt: str, sona: str, policy: str) -> dict[str, Any]:
     try:
-        sona_row = sona_get_or_create(user=user, name=sona) if sona else None
+        sona_row = _known_sona(user, sona) if sona else None
         found = recall_for_query(user=user, query=prompt, sona=sona_row, policy=policy or None,
                                  update_heat=False, record_trace=False)
     except (UnknownPolicyError, MemoryInputError) as error:

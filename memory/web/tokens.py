@@ -19,10 +19,13 @@ def tokens(request):
     if request.method == "POST":
         try:
             if "revoke" in request.POST:
-                token_revoke(user=request.user, token_id=int(request.POST["revoke"]))
+                revoke = request.POST["revoke"]
+                if not revoke.isdigit():  # the page's own forms send a token's number
+                    raise MemoryInputError("No such token.")
+                token_revoke(user=request.user, token_id=int(revoke))
             else:
                 _, shown = token_create(user=request.user, name=request.POST.get("name", ""))
-        except (MemoryInputError, ValueError) as exc:
+        except MemoryInputError as exc:
             error = str(exc)
     return render(request, "memory/tokens.html", {"tokens": api_tokens(user=request.user), "shown": shown,
                                                   "error": error}, status=refused_status(request, bool(error)))

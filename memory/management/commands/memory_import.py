@@ -1,6 +1,7 @@
-"""`manage.py memory_import --user NAME FILE.car`: an export into a user with no memory yet. Every
-block is checked against its CID first; a tampered archive is refused, naming the first bad block,
-and nothing changes."""
+"""`manage.py memory_import --user NAME FILE.car`: an export into a user with no memory yet
+(`--into-existing` adds it to the memory they have). Every block and record is checked first; a
+tampered or malformed archive is refused, naming the first bad block or entry, and nothing changes.
+The import is recorded in the user's lifecycle log: the archive's CID, whose export it was, when."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("archive", type=Path)
         parser.add_argument("--user", required=True)
+        parser.add_argument("--into-existing", action="store_true",
+                            help="Add to the memory the user has (refused otherwise when they have any).")
 
-    def handle(self, *args, archive: Path, user: str, **options):
+    def handle(self, *args, archive: Path, user: str, into_existing: bool = False, **options):
         archive = Path(archive)
         owner = get_user_model().objects.filter(username=user).first()
         if owner is None:
@@ -29,9 +32,9 @@ class Command(BaseCommand):
             raise CommandError(f"No file {archive}.")
         try:
             with archive.open("rb") as handle:
-                summary = memory_import(user=owner, source=handle)
+                summary = memory_import(user=owner, source=handle, into_existing=into_existing)
         except MemoryInputError as error:
             raise CommandError(str(error)) from None
         counts = ", ".join(f"{count} {name}" for name, count in summary.records.items() if count)
         self.stdout.write(f"{user}: {summary.blocks} blocks checked, {summary.nodes} nodes, {summary.edges} edges "
-                          f"({counts})")
+                          f"({counts}) from archive {summary.root}")

@@ -60,6 +60,14 @@ def test_the_settings_page_makes_and_revokes_tokens(client, make_user):
     assert client.post("/settings/tokens/", {"name": ""}).status_code == 400
 
 
+@pytest.mark.parametrize("ident", ["abc", "-1", "1e3", ""])
+def test_revoking_a_token_by_a_malformed_id_is_refused_plainly(client, make_user, ident):
+    client.force_login(make_user("ben"))
+    response = client.post("/settings/tokens/", {"revoke": ident})
+    assert response.status_code == 400 and b"No such token." in response.content
+    assert b"int()" not in response.content and b"invalid literal" not in response.content
+
+
 def test_session_auth_needs_the_csrf_token(make_user):
     user = make_user("cara")
     client = Client(enforce_csrf_checks=True)
@@ -71,6 +79,32 @@ def test_session_auth_needs_the_csrf_token(make_user):
     allowed = client.post("/api/memory/recall", json.dumps({"query": "mountains"}), content_type="application/json",
                           HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)
     assert allowed.status_code == 200
+
+
+def test_recall_of_an_unknown_persona_is_refused_and_creates_nothing(client, ana):
+    from memory.models import Sona
+
+    user, text = ana
+    before = Sona.objects.filter(user=user).count()
+    refused = client.post("/api/memory/recall", json.dumps({"query": "x", "sona": "stranger"}),
+                          content_type="application/json", **bearer(text))
+    assert refused.status_code == 404 and refused.json()["message"] == "Unknown persona 'stranger'."
+    assert Sona.objects.filter(user=user).count() == before
+
+
+@pytest.mark.parametrize(("headers", "message"), [
+    ({}, "Authenticate with a valid API token"),
+    (bearer("mos_nope_bad"), "The API token is unknown, revoked or malformed"),
+    ({"HTTP_AUTHORIZATION": "Basic abc"}, "The API token is unknown, revoked or malformed"),
+])
+def test_a_write_without_valid_credentials_is_a_401_not_a_csrf_failure(headers, message):
+    """A program calling without a token (or with a bad one) has no session to forge: it is told to
+    authenticate, not that a CSRF check failed."""
+    client = Client(enforce_csrf_checks=True)
+    refused = client.post("/api/memory/recall", json.dumps({"query": "mountains"}), content_type="application/json",
+                          **headers)
+    assert refused.status_code == 401
+    assert refused.json()["code"] == "unauthorized" and message in refused.json()["message"]
 
 
 @pytest.mark.slow

@@ -158,6 +158,29 @@ async def test_socket_with_a_foreign_origin_is_refused(channel_layer, ana):
     assert not connected
 
 
+@pytest.mark.parametrize("origin", [b"http://testserver:9999", b"http://testserver:8000", b"http://localhost",
+                                    b"null", b"file://testserver"])
+async def test_socket_from_another_port_or_scheme_of_an_allowed_host_is_refused(channel_layer, ana, origin):
+    """Another server on the same machine (another port) is another origin: it gets no socket with
+    the person's cookie."""
+    from memoryos_site.asgi import application
+
+    communicator = WebsocketCommunicator(application, "/ws/chat/", headers=[
+        (b"origin", origin), (b"host", b"testserver"), (b"cookie", ana[1].encode())])
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+async def test_socket_from_the_same_host_and_port_opens(channel_layer, ana):
+    from memoryos_site.asgi import application
+
+    communicator = WebsocketCommunicator(application, "/ws/chat/", headers=[
+        (b"origin", b"http://localhost:8000"), (b"host", b"localhost:8000"), (b"cookie", ana[1].encode())])
+    connected, _ = await communicator.connect()
+    assert connected
+    await communicator.disconnect()
+
+
 async def test_reply_streams_token_by_token_then_a_final_frame(channel_layer, ana, gated_model):
     user, cookie = ana
     tab = await open_socket(cookie)

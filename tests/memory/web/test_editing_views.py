@@ -98,3 +98,17 @@ def test_the_action_bar_links_each_action_to_its_route(client, owner_page):
     html = client.get(f"/inspector/{user.get_username()}/stm/").content.decode()
     assert f'hx-post="{urls["pin"]}"' in html and f'hx-post="{urls["repress"]}"' in html
     assert f'hx-get="{urls["correct"]}"' in html and f'hx-get="{urls["delete"]}"' in html
+
+
+@pytest.mark.parametrize("elsewhere", ["https://evil.example/", "//evil.example/x", "https:///evil.example",
+                                       "javascript:alert(1)", "http://testserver.evil.example/"])
+def test_an_action_goes_back_only_to_a_page_of_this_site(client, owner_page, elsewhere):
+    user, page = owner_page
+    client.force_login(user)
+    pinned = client.post(url(user, page, "pin"), {"value": "1", "next": elsewhere}, HTTP_REFERER=elsewhere)
+    assert pinned.status_code == 302 and pinned["Location"] == "/inspector/"
+    assert DialoguePage.objects.get(id=page.id).pinned  # the action itself was done
+    kept = client.post(url(user, page, "pin"), {"value": "0", "next": f"/inspector/{user.username}/stm/"})
+    assert kept["Location"] == f"/inspector/{user.username}/stm/"
+    deleted = client.post(url(user, page, "delete"), {"next": elsewhere}, **HTMX)
+    assert deleted.status_code == 204 and deleted["HX-Redirect"] == f"/inspector/{user.username}/"

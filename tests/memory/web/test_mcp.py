@@ -118,6 +118,21 @@ def test_tools_over_http_act_for_the_token_s_user_only(make_user, server_url):
     assert "4417" in json.dumps(bob_recall.structured_content["items"])
 
 
+def test_recall_of_an_unknown_persona_is_refused_and_creates_nothing(make_user, server_url):
+    from memory.models import Sona
+
+    alice = make_user("alice")
+    _, token = token_create(user=alice, name="mcp")
+    memory_add(user=alice, text="My sister Lena plays the cello.", sona="friend")
+    before = list(Sona.objects.filter(user=alice).values_list("name", flat=True).order_by("name"))
+
+    unknown, known = calls(server_url, token, ("recall", {"prompt": "Lena?", "sona": "stranger"}),
+                           ("recall", {"prompt": "Lena?", "sona": "FRIEND"}))
+    assert unknown.is_error and "Unknown persona 'stranger'" in unknown.content[0].text
+    assert not known.is_error
+    assert list(Sona.objects.filter(user=alice).values_list("name", flat=True).order_by("name")) == before
+
+
 def test_a_file_resource_gives_its_bytes_to_its_owner_only(make_user, server_url):
     alice, bob = make_user("alice"), make_user("bob")
     _, alice_token = token_create(user=alice, name="mcp")
