@@ -45,6 +45,12 @@ class HybridParams:
     # The second hop: terms that the first hits share beyond the query's (names, places,
     # events) are searched again, and that list's z-scores join the content score at this weight.
     hop_weight: float = 0.2
+    # Long-term memory: the turns of the pages a KB fact or agent trait near the query was learned
+    # from gain this times the fact's cosine, in z units (what a person would likely do or like is
+    # often in what memory already concluded about them).
+    long_term_boost: float = 2.0
+    long_term_facts: int = 5
+    long_term_min_cosine: float = 0.3
     hop_seeds: int = 5  # first hits the second hop reads its terms from
     hop_terms: int = 6  # at most this many new terms
 
@@ -60,7 +66,7 @@ def named_speakers(query: str, speakers: set[str]) -> set[str]:
 # recall_turns scores about a thousand candidates twice per query, so each step runs over numpy
 # arrays indexed like `keys` (one dict per key took ~9 ms of a recall).
 
-PART_NAMES = ("dense", "sparse", "feedback", "hop", "speaker", "time")
+PART_NAMES = ("dense", "sparse", "feedback", "hop", "speaker", "time", "long_term")
 
 
 def z_array(scores: Mapping[str, float] | None, keys: Sequence[str]) -> np.ndarray:
@@ -88,10 +94,11 @@ def _z_placed(scores: Mapping[str, float] | None, position: Mapping[str, int]) -
 def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapping[str, float],
                 feedback: Mapping[str, float] | None, speakers: Sequence[str], named: set[str],
                 params: HybridParams, hop: Mapping[str, float] | None = None,
-                in_window: np.ndarray | None = None) -> np.ndarray:
+                in_window: np.ndarray | None = None, long_term: np.ndarray | None = None) -> np.ndarray:
     """An (n, len(PART_NAMES)) array of each key's weighted parts, columns in PART_NAMES order.
     The speaker boost goes to the participant the query names, only when it names exactly one;
-    the time boost to the turns said in the question's period (`in_window`, a boolean per key)."""
+    the time boost to the turns said in the question's period (`in_window`, a boolean per key);
+    the long-term boost by `long_term` (per key: the best cosine of a fact learned from its page)."""
     position = {key: index for index, key in enumerate(keys)}
     parts = np.zeros((len(keys), len(PART_NAMES)))
     parts[:, 0] = params.dense_weight * _z_placed(dense, position)
@@ -104,6 +111,8 @@ def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapp
                                                          dtype=bool, count=len(keys))
     if in_window is not None and in_window.any():
         parts[:, 5] = params.time_boost * in_window
+    if long_term is not None:
+        parts[:, 6] = params.long_term_boost * long_term
     return parts
 
 
@@ -207,15 +216,15 @@ def bridge_terms(query: str, texts: Sequence[str], *, exclude: set[str], limit: 
     from memory.engine.sparse import STOPWORDS, stem, tokenize
 
     asked = set(tokenize(query))
-    excluded = {stem(word.lower()) for word in exclude}
-    counts: dict[str, float] = {}
+    excluded = {stem(word) for name in exclude for word in re.findall(r"[^\W_]+", name.lower())}
+    counts: dict[str, float] = {}  # in order of first appearance: ties keep it (sorted is stable)
     for text in texts:
-        names = {stem(word.lower()) for word in _NAME.findall(text)}
-        words = set(tokenize(text))
+        names = list(dict.fromkeys(stem(word.lower()) for word in _NAME.findall(text)))
         for word in names:
             counts[word] = counts.get(word, 0.0) + 1.5
-        for word in words - names:
-            counts[word] = counts.get(word, 0.0) + 1.0
+        for word in dict.fromkeys(tokenize(text)):
+            if word not in names:
+                counts[word] = counts.get(word, 0.0) + 1.0
     kept = [(word, count) for word, count in counts.items()
             if word not in asked and word not in excluded and word not in STOPWORDS and len(word) > 2
             and not word.isdigit() and count >= 1.5]

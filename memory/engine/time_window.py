@@ -66,7 +66,8 @@ class Anchor:
     words: str
 
     def window(self, event_seconds: float) -> Window:
-        """The ANCHOR_DAYS before the event's day, or from its day on."""
+        """From the event's day on for ANCHOR_DAYS days ("after"); or the event's day and the
+        ANCHOR_DAYS days before it ("before": the event may be said the day it happened)."""
         day = datetime.fromtimestamp(event_seconds, tz=UTC).date()
         if self.side == "after":
             start = _day_start(day)

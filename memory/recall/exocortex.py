@@ -76,6 +76,8 @@ class WeightedPolicy(RecallPolicy):
     rank_part = "weighted memories"
     early_part = "keyword search"
     weigh: Weigh  # a staticmethod of the engine
+    # The recency that leaves relevance alone in `weigh` (the ablation without decay): 0 in a sum, 1 in a product.
+    neutral_recency = 0.0
 
     def search_early(self, context: RecallContext) -> dict[str, float]:
         return keyword_turns(user=context.user, query=context.query, tiers=context.turn_tiers)
@@ -83,8 +85,8 @@ class WeightedPolicy(RecallPolicy):
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
         found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
                                tiers=context.turn_tiers, sparse=early)
-        turns = _turn_candidates(found)
-        recollections = _recollection_candidates(context, query_vector, found)
+        turns, scale = _turn_candidates(found)
+        recollections = _recollection_candidates(context, query_vector, found, scale)
         oldest = oldest_page_time(context.user)
         decay = decay_settings_of(context.user.pk)
         candidates = turns + recollections
@@ -94,7 +96,8 @@ class WeightedPolicy(RecallPolicy):
         weights = type_weights()
         weighed = []
         for (row, relevance, kind), value in zip(candidates, recency.tolist(), strict=True):
-            terms = self.weigh(relevance=relevance, recency=min(1.0, max(0.0, value)) if DECAY else 0.0,
+            terms = self.weigh(relevance=relevance,
+                               recency=min(1.0, max(0.0, value)) if DECAY else self.neutral_recency,
                                kind=kind, type_weights=weights)
             weighed.append((terms, row))
         weighed.sort(key=lambda entry: (-entry[0].weight, str(entry[1].id)))
@@ -121,13 +124,19 @@ def _candidate_limit() -> int:
     return settings.MEMORYOS["EXOCORTEX_CANDIDATES"]
 
 
-def _turn_candidates(found: TurnRelevance) -> list[tuple[_Turn, float, str]]:
-    """The utterances the relevance core ranks best, each with its relevance on (0, 1]."""
+def _turn_candidates(found: TurnRelevance) -> tuple[list[tuple[_Turn, float, str]], Callable[[float], float]]:
+    """The utterances the relevance core ranks best, each with its relevance on [0, 1] (min-max
+    among them), and that scale, for the recollections to share."""
     best = found.ranked(_candidate_limit(), diverse=False)
-    relevance = found.normalised({index: float(found.final[index]) for index in best})
+    scores = [float(found.final[index]) for index in best]
+    low, high = (min(scores), max(scores)) if scores else (0.0, 0.0)
+
+    def scale(score: float) -> float:
+        return 1.0 if high <= low else min(1.0, max(0.0, (score - low) / (high - low)))
+
     return [(_Turn(id=found.keys[index], index=index,
                    timestamp=datetime.fromtimestamp(found.facts[found.keys[index]].timestamp, tz=UTC)),
-             relevance[index], exo.CORE) for index in best]
+             scale(score), exo.CORE) for index, score in zip(best, scores, strict=True)], scale
 
 
 def _items(context: RecallContext, found: TurnRelevance, weighed: list) -> list[RecalledItem]:
@@ -160,8 +169,8 @@ def _repressed_segments(user, ids: set[str]) -> set[str]:
                                          among={"id": sorted(ids)})}
 
 
-def _recollection_candidates(context: RecallContext, query_vector: Sequence[float],
-                             relevance: TurnRelevance) -> list[tuple[Any, float, str]]:
+def _recollection_candidates(context: RecallContext, query_vector: Sequence[float], relevance: TurnRelevance,
+                             scale: Callable[[float], float]) -> list[tuple[Any, float, str]]:
     """The stored recollections nearest the query. A recollection is as relevant as its most
     relevant member, on the utterances' scale (a cosine to its summary would be another scale,
     and one a summary written offline does not earn)."""
@@ -172,7 +181,7 @@ def _recollection_candidates(context: RecallContext, query_vector: Sequence[floa
     pages = owned(DialoguePage, ("id", "user_id", "repressed", "segment_id", "seq"), members, context.user)
     hidden = _repressed_segments(context.user, {str(p.segment_id) for p in pages.values() if p.segment_id})
     live = {key for key, page in pages.items() if str(page.segment_id) not in hidden}
-    page_relevance = relevance.normalised(relevance.page_scores())
+    page_relevance = {seq: scale(score) for seq, score in relevance.page_scores().items()}
     result = []
     for hit in hits:
         row = found.get(hit.id)

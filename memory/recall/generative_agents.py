@@ -21,3 +21,4 @@ class GenerativeAgentsPolicy(WeightedPolicy):
     name = exo.GENERATIVE_AGENTS
     title = "Generative Agents: pages and recollections by relevance · recency · type weight (the product)"
     weigh = staticmethod(exo.generative_agents_weight)
+    neutral_recency = 1.0  # a product: recency 1 leaves relevance · type weight

@@ -77,8 +77,8 @@ def segment_stage(context: RecallContext, found: TurnRelevance, pages: dict[int,
         if page.segment_id is not None:
             sid = str(page.segment_id)
             best[sid] = max(score, best.get(sid, -np.inf))
-    relevance = found.normalised(best)
     segment_rows = owned(Segment, SEGMENT_FIELDS, list(best), user, status=Segment.Status.ACTIVE)
+    relevance = found.normalised({sid: score for sid, score in best.items() if sid in segment_rows})
     scores = [SegmentScore(segment_id=sid, cos=relevance[sid],
                            jaccard=(jaccard(context.query_keywords, frozenset(segment_rows[sid].keywords))
                                     if KEYWORD_JACCARD else 0.0))

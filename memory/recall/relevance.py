@@ -28,6 +28,7 @@ from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Tier
 from memory.recall import rows
 from memory.recall.turn_facts import TurnFact, turn_facts
+from persona.models import AgentTrait, KnowledgeFact
 
 # The project's parameters; a benchmark's ablation runs with some parts switched off.
 PARAMS = scoring.HybridParams()
@@ -142,9 +143,30 @@ def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tier
         hop, bridge = _second_hop(user, query, first, speakers, tiers, params)
     facts.update(turn_facts().get(index, user_id=user_id,
                                   ids=[key for key in {**feedback, **(hop or {})} if key not in facts]))
-    result = _score(facts, dense, sparse, feedback, hop, named, window, params)
+    learned = _long_term_pages(user, query_vector, params) if params.long_term_boost > 0 else {}
+    result = _score(facts, dense, sparse, feedback, hop, named, window, params, learned)
     result.bridge = bridge
     return result
+
+
+def _long_term_pages(user, query_vector: Sequence[float], params: scoring.HybridParams) -> dict[int, float]:
+    """Page seq -> the best cosine of a KB fact or agent trait near the query that was learned from it."""
+    index = configured.vector_index()
+    best: dict[str, float] = {}  # page id -> cosine
+    for kind, model in (("kb", KnowledgeFact), ("agent_trait", AgentTrait)):
+        hits = [hit for hit in index.search(user_id=str(user.pk), vector=query_vector, limit=params.long_term_facts,
+                                            kind=kind, fields=()) if hit.score >= params.long_term_min_cosine]
+        found = rows.by_pk(model, [hit.id for hit in hits], ("user", "source_page_ids", "repressed"))
+        for hit in hits:
+            row = found.get(hit.id)
+            if row is None or row.user_id != user.pk or row.repressed:
+                continue
+            for page_id in row.source_page_ids or ():
+                best[str(page_id)] = max(hit.score, best.get(str(page_id), 0.0))
+    if not best:
+        return {}
+    pages = rows.by_pk(DialoguePage, list(best), ("user", "seq"))
+    return {page.seq: best[key] for key, page in pages.items() if page.user_id == user.pk}
 
 
 def _anchored_window(user, query: str, tiers: Sequence[str], params: scoring.HybridParams) -> Window | None:
@@ -161,14 +183,17 @@ def _anchored_window(user, query: str, tiers: Sequence[str], params: scoring.Hyb
 
 
 def _score(facts, dense, sparse, feedback, hop, named, window: Window | None,
-           params: scoring.HybridParams) -> TurnRelevance:
+           params: scoring.HybridParams, learned: dict[int, float] | None = None) -> TurnRelevance:
     keys = list(facts)
     speakers = [facts[key].speaker for key in keys]
     in_window = None
     if window is not None:
         in_window = np.fromiter((window.contains(facts[key].timestamp) for key in keys), dtype=bool, count=len(keys))
+    long_term = None
+    if learned:
+        long_term = np.fromiter((learned.get(facts[key].seq, 0.0) for key in keys), dtype=float, count=len(keys))
     parts = scoring.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=feedback, speakers=speakers,
-                                named=named, params=params, hop=hop, in_window=in_window)
+                                named=named, params=params, hop=hop, in_window=in_window, long_term=long_term)
     relevance = TurnRelevance(keys, facts, parts, np.zeros(len(keys)), dense, sparse, window, params=params)
     relevance.final = scoring.final_array(parts, relevance.seq, relevance.pos, params=params)
     return relevance

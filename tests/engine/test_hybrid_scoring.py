@@ -1,4 +1,5 @@
-"""The hybrid turn scoring: z-scores, smoothing along the conversation, the speaker boost."""
+"""The hybrid turn scoring: z-scores, smoothing along the conversation, the second hop, the speaker
+and time boosts, diversity across sessions, the second hop's terms."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import numpy as np
 import pytest
 
 from memory.engine.hybrid_scoring import (
+    PART_NAMES,
     HybridParams,
     best_first,
+    bridge_terms,
+    diverse_first,
     feedback_query,
     final_array,
     fused_parts,
@@ -16,12 +20,13 @@ from memory.engine.hybrid_scoring import (
     z_array,
 )
 
-PARAMS = HybridParams(previous_weight=0.5, next_weight=0.25, speaker_boost=3.0)
+PARAMS = HybridParams(previous_weight=0.5, next_weight=0.25, speaker_boost=3.0, hop_weight=0.2, time_boost=2.0)
+DENSE, HOP, SPEAKER, TIME = (PART_NAMES.index(name) for name in ("dense", "hop", "speaker", "time"))
 
 
 def content_only(*scores: float) -> np.ndarray:
-    """Parts whose content score is `scores` (as the dense column) and with no speaker boost."""
-    parts = np.zeros((len(scores), 4))
+    """Parts whose content score is `scores` (as the dense column) and with no boost."""
+    parts = np.zeros((len(scores), len(PART_NAMES)))
     parts[:, 0] = scores
     return parts
 
@@ -69,7 +74,7 @@ def test_a_neighbour_below_the_mean_does_not_pull_a_turn_down():
 def test_speaker_boost_is_added_after_smoothing():
     # The named participant's turn (content 1.0, boost 3.0) is followed by the other's reply (0.5).
     parts = content_only(1.0, 0.5)
-    parts[0, 3] = 3.0
+    parts[0, SPEAKER] = 3.0
     final = final_array(parts, np.array([1, 1]), np.array([0, 1]), params=PARAMS)
     # reply borrows 0.5 · 1.0 of named's content, not of its boost (which would give 0.5 + 2.0).
     assert list(final) == pytest.approx([1.0 + 0.25 * 0.5 + 3.0, 1.0])
@@ -80,20 +85,32 @@ def test_fused_parts_boost_only_a_single_named_speaker():
     dense, sparse = {"a": 1.0, "b": 3.0}, {"a": 2.0, "b": 2.0}
     one = fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=None, speakers=speakers,
                       named={"Ana"}, params=PARAMS)
-    assert part_dict(one, 0) == pytest.approx({"dense": -1.0, "sparse": 0.0, "feedback": 0.0, "speaker": 3.0,
-                                               "score": 2.0})
+    assert part_dict(one, 0) == pytest.approx({"dense": -1.0, "sparse": 0.0, "feedback": 0.0, "hop": 0.0,
+                                               "speaker": 3.0, "time": 0.0, "long_term": 0.0, "score": 2.0})
     assert part_dict(one, 1)["score"] == pytest.approx(1.0)
     both = fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=None, speakers=speakers,
                        named={"Ana", "Ben"}, params=PARAMS)
-    assert list(both[:, 3]) == [0.0, 0.0]
+    assert list(both[:, SPEAKER]) == [0.0, 0.0]
 
 
 def test_fused_parts_weight_the_feedback_list():
     params = HybridParams(dense_weight=2.0, sparse_weight=1.0, feedback_weight=0.5)
     parts = fused_parts(keys=["a", "b"], dense={"a": 1.0, "b": 3.0}, sparse={}, feedback={"a": 3.0, "b": 1.0},
                         speakers=["", ""], named=set(), params=params)
-    # dense z (-1, 1) · 2; feedback z (1, -1) · 2 · 0.5.
-    assert parts.ravel().tolist() == pytest.approx([-2.0, 0.0, 1.0, 0.0, 2.0, 0.0, -1.0, 0.0])
+    # dense z (-1, 1) · 2; feedback z (1, -1) · 2 · 0.5; no hop list, no boost.
+    assert PART_NAMES == ("dense", "sparse", "feedback", "hop", "speaker", "time", "long_term")
+    assert parts.ravel().tolist() == pytest.approx([-2.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0,
+                                                    2.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0])
+
+
+def test_the_long_term_column_is_the_boost_times_each_turn_s_fact_cosine_and_is_not_smoothed():
+    params = HybridParams(long_term_boost=2.0, previous_weight=0.5, next_weight=0.5)
+    parts = fused_parts(keys=["a", "b"], dense={}, sparse={}, feedback=None, speakers=["", ""], named=set(),
+                        params=params, long_term=np.array([0.0, 0.6]))
+    assert parts[:, PART_NAMES.index("long_term")].tolist() == pytest.approx([0.0, 1.2])
+    # adjacent turns, no content score: the boost stays on the turn whose page a fact was learned from
+    final = final_array(parts, np.array([1, 1]), np.array([0, 1]), params=params)
+    assert final.tolist() == pytest.approx([0.0, 1.2])
 
 
 def test_best_first_breaks_ties_by_conversation_order():
@@ -112,3 +129,89 @@ def test_z_scores_take_their_statistics_from_the_whole_list():
     # "x" is listed but is no candidate: it still counts. Scores 0, 6, 3: mean 3, spread sqrt(6).
     assert list(z_array({"a": 0.0, "b": 6.0, "x": 3.0}, ["a", "b", "c"])) == pytest.approx(
         [-3 / 6 ** 0.5, 3 / 6 ** 0.5, -3 / 6 ** 0.5])
+
+
+def test_fused_parts_weight_the_second_hop_list():
+    # hop scores 1, 3: z (-1, 1), times hop_weight 0.2; "c" is not in the hop list: the list's lowest.
+    parts = fused_parts(keys=["a", "b", "c"], dense={}, sparse={}, feedback=None, speakers=["", "", ""],
+                        named=set(), params=PARAMS, hop={"a": 1.0, "b": 3.0})
+    assert list(parts[:, HOP]) == pytest.approx([-0.2, 0.2, -0.2])
+    assert part_dict(parts, 1)["score"] == pytest.approx(0.2)
+
+
+def test_fused_parts_boost_only_the_turns_in_the_questions_window():
+    keys, speakers = ["a", "b", "c"], ["", "", ""]
+    inside = fused_parts(keys=keys, dense={}, sparse={}, feedback=None, speakers=speakers, named=set(),
+                         params=PARAMS, in_window=np.array([False, True, True]))
+    assert list(inside[:, TIME]) == [0.0, 2.0, 2.0]
+    for none_inside in (np.zeros(3, dtype=bool), None):
+        parts = fused_parts(keys=keys, dense={}, sparse={}, feedback=None, speakers=speakers, named=set(),
+                            params=PARAMS, in_window=none_inside)
+        assert not parts.any()
+
+
+def test_time_boost_is_added_after_smoothing():
+    # The turn in the window (content 1.0, boost 2.0) is followed by one outside it (content 0.5).
+    parts = content_only(1.0, 0.5)
+    parts[0, TIME] = 2.0
+    final = final_array(parts, np.array([1, 1]), np.array([0, 1]), params=PARAMS)
+    # the second borrows 0.5 · 1.0 of the first's content, none of its boost (that would give 0.5 + 1.5)
+    assert list(final) == pytest.approx([1.0 + 0.25 * 0.5 + 2.0, 0.5 + 0.5 * 1.0])
+
+
+def test_the_hop_column_is_smoothed_like_content():
+    # Only the first turn matches the second search (hop 1.0): it lends 0.5 of it to the next turn.
+    parts = np.zeros((2, len(PART_NAMES)))
+    parts[0, HOP] = 1.0
+    final = final_array(parts, np.array([4, 4]), np.array([0, 1]), params=PARAMS)
+    assert list(final) == pytest.approx([1.0, 0.5 * 1.0])
+
+
+SLOTS = {"seq": np.array([1, 1, 2, 3]), "pos": np.array([0, 1, 0, 0])}
+
+
+def test_diverse_first_charges_each_turn_already_taken_from_the_same_session():
+    final, session = np.array([3.0, 2.8, 2.5, 1.0]), np.array([10, 10, 20, 30])
+    # 0 first (3.0); then 1 costs 2.8 - 0.5 = 2.3 < 2.5 for 2 (another session); then 1 (2.3) over 3 (1.0).
+    assert diverse_first(final, SLOTS["seq"], SLOTS["pos"], session, 3, penalty=0.5).tolist() == [0, 2, 1]
+    # a small penalty does not bridge the gap: 2.8 - 0.2 = 2.6 > 2.5
+    assert diverse_first(final, SLOTS["seq"], SLOTS["pos"], session, 3, penalty=0.2).tolist() == [0, 1, 2]
+
+
+def test_diverse_first_charges_again_for_every_turn_of_the_session():
+    final, session = np.array([3.0, 2.9, 2.8, 2.65]), np.array([1, 1, 1, 2])
+    # 1 after one taken: 2.7 > 2.65; 2 after two taken: 2.8 - 0.4 = 2.4 < 2.65, so 3 goes first.
+    assert diverse_first(final, SLOTS["seq"], SLOTS["pos"], session, 4, penalty=0.2).tolist() == [0, 1, 3, 2]
+
+
+def test_diverse_first_without_penalty_is_best_first():
+    final, session = np.array([1.0, 2.0, 2.0, 0.5]), np.array([1, 1, 1, 2])
+    seq, pos = np.array([1, 5, 3, 2]), np.array([0, 0, 1, 0])
+    for limit in (0, 2, 4, 9):
+        assert diverse_first(final, seq, pos, session, limit, penalty=0.0).tolist() == \
+            best_first(final, seq, pos, limit).tolist()
+    assert diverse_first(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), 3, penalty=0.5).tolist() == []
+
+
+SAILING = ["Ana and I sailed from Portree on the ferry in 2022.",
+           "The ferry to Portree was late in 2022, said Ben.",
+           "We ate chips on the harbour wall.",
+           "My cousin Morag came too, and The Proclaimers played."]
+
+
+def test_bridge_terms_take_names_inside_sentences_and_words_two_hits_share():
+    terms = bridge_terms("Where did Ana sail with Ben?", SAILING, exclude={"Ana", "Ben"}, limit=10)
+    # Portree: a name in two hits (1.5 each); ferry: a word in two (1.0 each); Morag and Proclaimers:
+    # names said once (1.5). Left out: the query's words (sail, ana, ben), words said once (chips,
+    # late, harbour), the sentence-opening capitals (We, My), a stopword (The), a number (2022).
+    assert terms[:2] == ["portree", "ferry"]
+    assert set(terms[2:]) == {"morag", "proclaimer"}
+    assert bridge_terms("Where did Ana sail with Ben?", SAILING, exclude={"Ana", "Ben"}, limit=1) == ["portree"]
+
+
+def test_bridge_terms_leave_out_the_participants_and_the_querys_words():
+    # Morag is a participant here; the query now names the ferry.
+    terms = bridge_terms("Which ferry did we take?", SAILING, exclude={"Ana", "Ben", "Morag"}, limit=10)
+    assert terms[0] == "portree" and "ferry" not in terms and "morag" not in terms
+    assert "ben" in bridge_terms("Which ferry did we take?", SAILING, exclude=set(), limit=10)
+    assert bridge_terms("anything", ["A plain line.", "Another one."], exclude=set(), limit=5) == []

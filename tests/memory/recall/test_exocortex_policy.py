@@ -1,5 +1,6 @@
 """The Exocortex and Generative Agents policies: weights through the policy against hand-computed
-values on the user's own decay curve, the decay settings' validation, recollections stored with
+values (the relevance core's scores scaled onto [0, 1], the user's own decay curve), the weights
+without the recency term, the decay settings' validation, recollections stored with
 their edges after the reply and recalled on a later turn, repression of a recollection's member."""
 
 from __future__ import annotations
@@ -7,13 +8,13 @@ from __future__ import annotations
 import math
 from datetime import timedelta
 
-import numpy as np
 import pytest
 from django.test import Client
 from django.utils import timezone
 
 from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, MemoryNode, Recollection, Tier, UserMemoryState
+from memory.recall.relevance import turn_relevance
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_repress
@@ -29,8 +30,8 @@ def tune(settings, **params):
     settings.MEMORYOS = {**settings.MEMORYOS, **params}
 
 
-def say(user, text: str, response: str = "Noted.") -> DialoguePage:
-    return page_complete(page=page_start(user=user, query=text), response=response, reply_model="test")
+def say(user, text: str, response: str = "Noted.", *, at=None) -> DialoguePage:
+    return page_complete(page=page_start(user=user, query=text, timestamp=at), response=response, reply_model="test")
 
 
 def hand_recency(age: float, *, oldest: float, short: float, floor_lt: float) -> float:
@@ -43,37 +44,53 @@ def hand_recency(age: float, *, oldest: float, short: float, floor_lt: float) ->
     return theta_st - (theta_st - floor_lt) * math.log(1 + bend * share) / math.log(1 + bend)
 
 
-def cos(a, b) -> float:
-    a, b = np.asarray(a), np.asarray(b)
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+def min_max(scores: dict[str, float]) -> dict[str, float]:
+    """The relevance core's scores onto [0, 1] among the candidates, written out again."""
+    best, worst = max(scores.values()), min(scores.values())
+    return {key: (value - worst) / (best - worst) for key, value in scores.items()}
+
+
+CAT = ["I adopted a grey cat called Pepper from the shelter.", "My sister plays the cello in an orchestra.",
+       "Pepper the cat sleeps on the radiator all winter.", "Unrelated: the train was late again."]
+CAT_AGES_DAYS = (40.0, 12.0, 0.5, 0.001)  # the last page stays in STM (capacity 1)
+CAT_QUERY = "What is my cat called?"
+
+
+def cat_store(user, now) -> tuple[list[DialoguePage], list[float]]:
+    """Four pages said that many days before `now` (their turns are indexed with that time), the
+    user's decay curve set to 30 minutes and a 0.05 floor; the query's vector."""
+    pages = [say(user, text, at=now - timedelta(days=age)) for text, age in zip(CAT, CAT_AGES_DAYS, strict=True)]
+    decay_settings_update(user=user, short_term_minutes=30, long_term_threshold=0.05)
+    return pages, configured.embedder().embed([CAT_QUERY])[0]
+
+
+def expected_terms(user, pages, query_vector, now) -> dict[str, tuple[float, float]]:
+    """Turn id -> (relevance, recency) by hand: relevance is the core's final score min-max scaled
+    over its candidates (fewer than EXOCORTEX_CANDIDATES here: all of them), recency the user's
+    curve at the turn's page age, the oldest page (40 days) setting the span."""
+    found = turn_relevance(user=user, query=CAT_QUERY, query_vector=query_vector, now=now)
+    relevance = min_max(dict(zip(found.keys, found.final.tolist(), strict=True)))
+    age_by_seq = {page.seq: age * 86400 for page, age in zip(pages, CAT_AGES_DAYS, strict=True)}
+    return {key: (relevance[key], hand_recency(age_by_seq[found.facts[key].seq], oldest=40.0 * 86400,
+                                               short=30 * 60.0, floor_lt=0.05))
+            for key in found.keys}
 
 
 @pytest.mark.slow
 def test_weights_through_both_policies_match_hand_computed_values(make_user, memory_env):
     tune(memory_env, STM_CAPACITY=1)
     user = make_user()
-    texts = ["I adopted a grey cat called Pepper from the shelter.", "My sister plays the cello in an orchestra.",
-             "Pepper the cat sleeps on the radiator all winter.", "Unrelated: the train was late again."]
-    pages = [say(user, text) for text in texts]
     now = timezone.now()
-    ages_days = {pages[0].id: 40.0, pages[1].id: 12.0, pages[2].id: 0.5, pages[3].id: 0.001}
-    for page in pages:
-        DialoguePage.objects.filter(id=page.id).update(timestamp=now - timedelta(days=ages_days[page.id]))
-    decay_settings_update(user=user, short_term_minutes=30, long_term_threshold=0.05)
-    query = "What is my cat called?"
-    qvec = configured.embedder().embed([query])[0]
-    oldest, short = 40.0 * 86400, 30 * 60.0
-    mtm = [p for p in DialoguePage.objects.filter(user=user, tier=Tier.MTM)]
-    assert len(mtm) == 3
-    expected = {}
-    for page in mtm:
-        relevance = max(0.0, cos(qvec, page.to_engine().embedding))
-        recency = hand_recency(ages_days[page.id] * 86400, oldest=oldest, short=short, floor_lt=0.05)
-        expected[str(page.id)] = (relevance, recency)
+    pages, qvec = cat_store(user, now)
+    assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == 3
+    expected = expected_terms(user, pages, qvec, now)
+    assert len(expected) == 6  # the MTM pages' utterances: the user's and the reply's
+    assert min(rel for rel, _ in expected.values()) == 0.0 and max(rel for rel, _ in expected.values()) == 1.0
     for policy, formula in (("exocortex", lambda rel, rec: rel * (1 - rec) + rec),
                             ("generative_agents", lambda rel, rec: rel * rec)):
-        recall = recall_for_query(user=user, query=query, policy=policy, now=now, update_heat=False)
-        items = [i for i in recall.items if i.kind == "mtm_page"]
+        recall = recall_for_query(user=user, query=CAT_QUERY, query_vector=qvec, policy=policy, now=now,
+                                  update_heat=False)
+        items = [i for i in recall.items if i.kind == "turn"]
         assert {i.ref for i in items} == set(expected), policy
         for item in items:
             relevance, recency = expected[item.ref]
@@ -81,19 +98,74 @@ def test_weights_through_both_policies_match_hand_computed_values(make_user, mem
             assert item.breakdown["recency"] == pytest.approx(recency, abs=2e-4), policy
             assert item.breakdown["type_weight"] == 1.0
             assert item.score == pytest.approx(formula(relevance, recency), abs=1e-4), policy
+            assert item.breakdown["weight"] == pytest.approx(item.score, abs=1e-4)
+            assert len(item.source_ids) <= 1 and ": " in item.text  # "speaker: words", one utterance
         assert [i.score for i in items] == sorted((i.score for i in items), reverse=True)
         trace = recall.trace.payload
         assert recall.trace.policy == policy and trace["decay"]["short_term_minutes"] == 30.0
         assert trace["decay"]["long_term_threshold"] == 0.05 and trace["decay"]["oldest_age_days"] == 40.0
         assert {w["id"] for w in trace["weights"]} == set(expected)
+        assert {t["id"] for t in trace["turns"]} == set(expected)
+        assert trace["candidates"] == {"turns": 6, "recollections": 0}
         assert ("nostalgia" in trace["weights"][0]) == (policy == "exocortex")
-    # An old relevant memory is not drowned: the 40-day-old page about the cat outranks the 12-day-old
+    # An old relevant memory is not drowned: the 40-day-old line about the cat outranks the 12-day-old
     # one about the cello, and its Exocortex weight keeps most of its relevance.
-    order = [i.ref for i in recall_for_query(user=user, query=query, policy="exocortex", now=now,
-                                             update_heat=False, record_trace=False).items if i.kind == "mtm_page"]
-    assert order.index(str(pages[0].id)) < order.index(str(pages[1].id))
-    relevance, recency = expected[str(pages[0].id)]
+    items = recall_for_query(user=user, query=CAT_QUERY, query_vector=qvec, policy="exocortex", now=now,
+                             update_heat=False, record_trace=False).items
+    order = [i.text.split(": ", 1)[-1] for i in items if i.kind == "turn"]
+    assert order.index(CAT[0]) < order.index(CAT[1])
+    cat_turn = next(i for i in items if i.kind == "turn" and i.text.endswith(CAT[0]))
+    relevance, recency = expected[cat_turn.ref]
     assert relevance * (1 - recency) + recency > 0.9 * relevance > 10 * relevance * recency
+
+
+@pytest.mark.slow
+def test_without_decay_the_weights_lose_exactly_the_recency_term(make_user, memory_env, monkeypatch):
+    from memory.recall import exocortex as policy_module
+
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    now = timezone.now()
+    pages, qvec = cat_store(user, now)
+    expected = expected_terms(user, pages, qvec, now)
+
+    def weights(policy: str) -> dict[str, dict]:
+        recall = recall_for_query(user=user, query=CAT_QUERY, query_vector=qvec, policy=policy, now=now,
+                                  update_heat=False, record_trace=False)
+        return {i.ref: {**i.breakdown, "score": i.score} for i in recall.items if i.kind == "turn"}
+
+    with_decay = weights("exocortex")
+    monkeypatch.setattr(policy_module, "DECAY", False)
+    without = weights("exocortex")
+    # the 12-day-old cello line: recency ~0.2 of its weight on, none off
+    cello = next(key for key in expected if key in with_decay and with_decay[key]["age_days"] == pytest.approx(12.0))
+    relevance, recency = expected[cello]
+    assert recency > 0.1
+    assert with_decay[cello]["score"] == pytest.approx(relevance * (1 - recency) + recency, abs=1e-4)
+    assert without[cello]["recency"] == 0.0 and without[cello]["nostalgia"] == 1.0
+    assert without[cello]["score"] == pytest.approx(relevance, abs=1e-4)
+    assert with_decay[cello]["score"] - without[cello]["score"] == pytest.approx(recency * (1 - relevance), abs=1e-4)
+    # with recency off, the Exocortex ranks by relevance alone
+    assert all(without[key]["score"] == pytest.approx(expected[key][0], abs=1e-4) for key in expected)
+    scores = [entry["score"] for entry in without.values()]
+    assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.slow
+def test_without_decay_generative_agents_rank_by_relevance_alone(make_user, memory_env, monkeypatch):
+    from memory.recall import exocortex as policy_module
+
+    tune(memory_env, STM_CAPACITY=1)
+    user = make_user()
+    now = timezone.now()
+    pages, qvec = cat_store(user, now)
+    expected = expected_terms(user, pages, qvec, now)
+    monkeypatch.setattr(policy_module, "DECAY", False)
+    recall = recall_for_query(user=user, query=CAT_QUERY, query_vector=qvec, policy="generative_agents", now=now,
+                              update_heat=False, record_trace=False)
+    items = [i for i in recall.items if i.kind == "turn"]
+    assert {i.ref: i.score for i in items} == pytest.approx({key: rel for key, (rel, _) in expected.items()},
+                                                            abs=1e-4)
 
 
 def test_decay_settings_are_validated_and_bad_input_changes_nothing(make_user):

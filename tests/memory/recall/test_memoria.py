@@ -1,6 +1,7 @@
 """The "memoria" recall policy over the real store: hand-computed scores through the policy, budgeted
 expansion along the memory graph in the trace, repression and other users' nodes never read through,
-the full-text index following the page writes, importance by EWMA after a reply, bubbling up."""
+the full-text index following the page writes, importance by EWMA after a reply, bubbling up,
+importance reordering what the relevance core ranks apart."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
+from memory.recall.relevance import turn_relevance
 from memory.services import graph
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete, user_forget
@@ -30,6 +32,7 @@ from memory.services.pages import page_start
 from memory.services.recall import recall_for_query
 from memory.services.turns import page_complete, turn_run
 from memory.services.users import sona_get_or_create, sona_rename
+from memory.services.utterances import index_turns
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 BOTH = (Tier.STM, Tier.MTM)
@@ -72,30 +75,35 @@ def test_scores_by_hand_through_the_policy(make_user, memory_env):
     starter = say(user, "My sourdough starter is called Bubbles.", sona=baker, at=t0)
     shoes = say(user, "I bought new trail shoes for the hills.", sona=cook, at=t0 - timedelta(hours=1))
     MemoryNode.objects.filter(pk=node(starter).pk).update(importance=8.2)  # (8.2 - 1) / 9 = 0.8
+    index_turns(user_id=user.pk)  # what maintenance (off here) does: the relevance core reads the utterances
     query = "What is my sourdough starter called?"
     query_vector = configured.embedder().embed([query])[0]
-    recall = recall_for_query(user=user, query=query, sona=cook, policy="memoria", now=t0 + timedelta(hours=1),
+    now = t0 + timedelta(hours=1)
+    recall = recall_for_query(user=user, query=query, sona=cook, policy="memoria", now=now,
                               query_vector=query_vector, turn_tiers=BOTH, update_heat=False)
     by_ref = {item.ref: item.breakdown for item in recall.items if item.kind == "memoria_page"}
-    cos_starter = cosine(query_vector, np.frombuffer(bytes(DialoguePage.objects.get(id=starter.id).embedding),
-                                                     dtype=np.float32))
-    cos_shoes = cosine(query_vector, np.frombuffer(bytes(DialoguePage.objects.get(id=shoes.id).embedding),
-                                                   dtype=np.float32))
+    # The vector term: each page's best utterance score by the relevance core, min-max over the candidate pages.
+    page_score = turn_relevance(user=user, query=query, query_vector=query_vector, now=now,
+                                tiers=BOTH).page_scores()
+    best, worst = max(page_score.values()), min(page_score.values())
+    vector = {page.id: (page_score[page.seq] - worst) / (best - worst) for page in (starter, shoes)}
     expected = {
-        # recency 0.5 (one half-life old), full-text 1 (the only page with the query's words),
-        # importance 0.8, sona 0.6 (baker's name against cook's)
-        str(starter.id): {"recency": 0.5, "vector": cos_starter, "fulltext": 1.0, "importance": 0.8, "sona": 0.6},
-        # two half-lives old, no query word, never rated (the prior 5.5: 0.5), in cook itself: 1
-        str(shoes.id): {"recency": 0.25, "vector": max(cos_shoes, 0.0), "fulltext": 0.0, "importance": 0.5,
+        # recency 0.5 (one half-life old), the best page (vector 1), full-text 1 (the only page with
+        # the query's words), importance 0.8, sona 0.6 (baker's name against cook's)
+        str(starter.id): {"recency": 0.5, "vector": vector[starter.id], "fulltext": 1.0, "importance": 0.8,
+                          "sona": 0.6},
+        # two half-lives old, the weaker page (vector 0), no query word, never rated (the prior 5.5:
+        # 0.5), in cook itself: 1
+        str(shoes.id): {"recency": 0.25, "vector": vector[shoes.id], "fulltext": 0.0, "importance": 0.5,
                         "sona": 1.0},
     }
+    assert (vector[starter.id], vector[shoes.id]) == (1.0, 0.0)  # the real model: the starter page answers
     weights = {"recency": 2.0, "vector": 1.0, "fulltext": 0.5, "importance": 1.5, "sona": 3.0}
     for ref, terms in expected.items():
         for name, value in terms.items():
             assert by_ref[ref][name] == pytest.approx(value, abs=2e-4), (ref, name)
             assert by_ref[ref][f"w_{name}"] == pytest.approx(weights[name] * value, abs=3e-4), (ref, name)
         assert by_ref[ref]["score"] == pytest.approx(sum(weights[n] * v for n, v in terms.items()), abs=5e-4)
-    assert cos_starter > 0.5  # the real model: the page answers the question
     seeds = recall.trace.payload["memoria"]["seeds"]
     assert [seed["cid"] for seed in seeds][:2] == sorted(
         [str(node(starter).pk), str(node(shoes).pk)],
@@ -231,6 +239,7 @@ def test_importance_moves_by_ewma_after_each_reply_and_a_used_memory_bubbles_up(
 
 
 def _recall_trace(user, query: str):
+    index_turns(user_id=user.pk)  # what maintenance (off in these tests) does before a recall
     recall = recall_for_query(user=user, query=query, policy="memoria", turn_tiers=BOTH, update_heat=False)
     return recall.trace, recall.trace.payload["memoria"]["expansion"]["order"]
 
@@ -301,3 +310,39 @@ def test_a_sona_lists_its_memories_and_no_one_elses(make_user, memory_env):
     listed = sona_memories(user=user, sona=gardener)
     assert [(m.node.object_id, m.via) for m in listed] == [(str(page.id), "origin")]
     assert sona_memories(user=other, sona=gardener) == []
+
+
+def test_importance_reorders_candidates_the_relevance_core_ranks_apart(make_user, memory_env):
+    # Only the vector and importance terms weigh, so the order is Memoria's own.
+    tune(memory_env, MAINTENANCE_MODE="off", MEMORIA_W_RECENCY=0.0, MEMORIA_W_VECTOR=1.0, MEMORIA_W_FTS=0.0,
+         MEMORIA_W_IMPORTANCE=0.0, MEMORIA_W_SONA=0.0)
+    user = make_user()
+    starter = say(user, "My sourdough starter is called Bubbles.")
+    bread = say(user, "I bake sourdough bread every Sunday.")
+    shoes = say(user, "I bought new trail shoes for the hills.")
+    MemoryNode.objects.filter(pk=node(bread).pk).update(importance=10.0)  # (10 - 1) / 9 = 1.0
+    index_turns(user_id=user.pk)
+    query = "What is my sourdough starter called?"
+    query_vector = configured.embedder().embed([query])[0]
+    now = timezone.now()
+    page_score = turn_relevance(user=user, query=query, query_vector=query_vector, now=now,
+                                tiers=BOTH).page_scores()
+    low, high = min(page_score.values()), max(page_score.values())
+    vector = {str(node(page).pk): (page_score[page.seq] - low) / (high - low) for page in (starter, bread, shoes)}
+    importance = {str(node(starter).pk): 0.5, str(node(bread).pk): 1.0, str(node(shoes).pk): 0.5}
+
+    def seeds(weight: float) -> list[tuple[str, float]]:
+        tune(memory_env, MEMORIA_W_IMPORTANCE=weight)
+        recall = recall_for_query(user=user, query=query, query_vector=query_vector, now=now, policy="memoria",
+                                  turn_tiers=BOTH, update_heat=False)
+        return [(seed["cid"], seed["score"]) for seed in recall.trace.payload["memoria"]["seeds"]]
+
+    # by relevance alone the starter (1.0) leads the bread (between) and the shoes (0.0)
+    assert vector[str(node(starter).pk)] == 1.0 > vector[str(node(bread).pk)] > vector[str(node(shoes).pk)] == 0.0
+    plain = seeds(0.0)
+    assert [cid for cid, _ in plain] == [str(node(page).pk) for page in (starter, bread, shoes)]
+    assert dict(plain) == pytest.approx(vector, abs=1e-4)
+    # importance 3.0: the bread's 1.0 (rated 10) outweighs the starter's lead in relevance
+    weighed = seeds(3.0)
+    assert dict(weighed) == pytest.approx({cid: vector[cid] + 3.0 * importance[cid] for cid in vector}, abs=1e-4)
+    assert [cid for cid, _ in weighed] == [str(node(page).pk) for page in (bread, starter, shoes)]

@@ -58,8 +58,10 @@ def test_builtin_policies_are_registered_in_order():
     assert policy_names()[:5] == ("memoryos", "hybrid", "memoria", "exocortex", "generative_agents")
     assert get_policy("memoria").parts() == ("full-text search", "memoria")
     assert get_policy("hybrid").parts() == ("keyword search", "utterances")
-    assert get_policy("memoryos").parts() == ("segments, then pages",)
-    assert get_policy("exocortex").parts() == get_policy("generative_agents").parts() == ("weighted pages",)
+    # every policy but Memoria (whose early part also reads it) reads the keyword list while the query is embedded
+    assert get_policy("memoryos").parts() == ("keyword search", "segments, then pages")
+    assert get_policy("exocortex").parts() == get_policy("generative_agents").parts() == (
+        "keyword search", "weighted memories")
     with pytest.raises(UnknownPolicyError, match="unknown recall policy 'nope'; choose one of memoryos, hybrid, "
                                                  "memoria, exocortex, generative_agents"):
         get_policy("nope")

@@ -1,10 +1,14 @@
-"""Retrieval returns exactly the documented sets, records a trace, and never crosses users."""
+"""Retrieval returns exactly the documented sets, records a trace, and never crosses users; the
+MemoryOS policy's first stage keeps pages outside its top-m segments out."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from django.utils import timezone
 
 from memory.adapters import configured
+from memory.engine.hybrid_scoring import PART_NAMES
 from memory.models import DialoguePage, RetrievalTrace, Segment, Tier
 from memory.recall.base import get_policy
 from memory.services.pages import page_start
@@ -52,7 +56,10 @@ def test_recall_sets_and_trace(make_user, memory_env):
     chosen = [s for s in recall.trace.payload["segments"] if s["chosen"]]
     assert len(chosen) <= 2
     assert {i.breakdown["segment_id"] for i in mtm} <= {s["id"] for s in chosen}
-    assert all(s["fscore"] == pytest.approx(s["cos"] + s["jaccard"], abs=1e-3) for s in chosen)
+    # Fscore = relevance (the best page's, min-max over the candidate segments) + keyword Jaccard
+    assert all(s["fscore"] == pytest.approx(s["relevance"] + s["jaccard"], abs=1e-3) for s in chosen)
+    assert all(0.0 <= s["relevance"] <= 1.0 for s in recall.trace.payload["segments"])
+    assert max(s["relevance"] for s in recall.trace.payload["segments"]) == 1.0
     assert kinds.count("profile") == 1 and "Ana" in recall.items[kinds.index("profile")].text
     trace = RetrievalTrace.objects.get(id=recall.trace.id)
     assert trace.payload["heat_changes"] and trace.payload["stm"]
@@ -111,7 +118,9 @@ def test_hybrid_policy_ranks_single_utterances(make_user, memory_env):
     turns = [i for i in recall.items if i.kind == "turn"]
     assert turns and turns[0].text == "Ana: I have a job interview at a bank."
     top = turns[0].breakdown
-    assert top["score"] == pytest.approx(top["dense"] + top["sparse"] + top["feedback"] + top["speaker"], abs=1e-3)
+    assert top["score"] == pytest.approx(sum(top[name] for name in PART_NAMES), abs=1e-3)
+    assert set(PART_NAMES) == {"dense", "sparse", "feedback", "hop", "speaker", "time", "long_term"}
+    assert top["time"] == 0.0
     assert recall.trace.payload["policy"] == "hybrid" and recall.trace.payload["turns"]
     assert RetrievalTrace.objects.get(id=recall.trace.id).policy == "hybrid"
     assert {i.text.split(": ")[0] for i in turns} == {"Ana", "assistant"}
@@ -161,9 +170,9 @@ def test_recall_times_its_parts_and_the_trace_keeps_them(make_user, monkeypatch,
     recall = recall_for_query(user=user, query="What is my dog's name?", policy=policy)
 
     parts = recall.timings_ms
-    keywords = ["keyword search"] if policy == "hybrid" else []
-    assert list(parts) == ["STM pages", "profile and traits", *keywords, "embedding wait", get_policy(policy).rank_part,
-                           "facts and agent traits", "segment visits", "trace"]
+    # both read the relevance core's keyword list while the query is embedded
+    assert list(parts) == ["STM pages", "profile and traits", "keyword search", "embedding wait",
+                           get_policy(policy).rank_part, "facts and agent traits", "segment visits", "trace"]
     assert parts["facts and agent traits"] >= 200
     assert all(ms < 200 for name, ms in parts.items() if name != "facts and agent traits")
     # the trace keeps every part but its own writing, and they add up to the latency it records
@@ -253,8 +262,10 @@ def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_
     again = facts.get(counting, user_id=str(ana.pk), ids=ana_ids)
 
     assert set(found) == set(ana_ids)  # Bob's point is not Ana's to read
-    assert found[ana_ids[0]] == TurnFact(seq=1, pos=0, speaker="Ana")
-    assert found[ana_ids[1]] == TurnFact(seq=1, pos=1, speaker="assistant")
+    said = first.timestamp.timestamp()  # the page's time, for time windows and sessions
+    assert found[ana_ids[0]] == TurnFact(seq=1, pos=0, speaker="Ana", timestamp=said)
+    assert found[ana_ids[1]] == TurnFact(seq=1, pos=1, speaker="assistant", timestamp=said)
+    assert found[ana_ids[0]].day == int(said // 86400)
     assert again == {key: found[key] for key in ana_ids}
     assert reads == [[*ana_ids, bob_id]]  # the second call came from memory
     rewritten = found[ana_ids[0]]._replace(speaker="Ana Lopez")  # a re-indexed page's new facts
@@ -312,7 +323,8 @@ def test_maintenance_puts_the_facts_of_the_turns_it_indexes(make_user, memory_en
 
     found = turn_facts().get(index, user_id=str(user.pk), ids=[turn_point_id(page, 0)])
 
-    assert found == {turn_point_id(page, 0): TurnFact(seq=2, pos=0, speaker="Ana")}
+    assert found == {turn_point_id(page, 0): TurnFact(seq=2, pos=0, speaker="Ana",
+                                                      timestamp=page.timestamp.timestamp())}
     assert reads == []  # recall found them in memory: maintenance had put them there
 
 
@@ -366,3 +378,51 @@ def test_recall_bookkeeping_does_not_wait_for_the_flush_on_postgresql(memory_env
     assert setting() == "on"
     with _bookkeeping(writes=False):
         assert setting() == "on"
+
+
+def test_memoryos_returns_pages_of_the_top_m_segments_only_even_a_relevant_one_outside(make_user, memory_env,
+                                                                                     monkeypatch):
+    from memory.recall import memoryos
+    from memory.recall.relevance import turn_relevance
+
+    tune(memory_env, STM_CAPACITY=1, TOP_M_SEGMENTS=1, TOP_K_PAGES=10)
+    user = make_user()
+    fill(user, [line for lines in TOPICS.values() for line in lines] + ["Filler."])
+    query, now = "What is my dog's name?", timezone.now()
+    query_vector = configured.embedder().embed([query])[0]
+
+    def recall(segments_first: bool):
+        monkeypatch.setattr(memoryos, "SEGMENTS_FIRST", segments_first)
+        found = recall_for_query(user=user, query=query, query_vector=query_vector, now=now, policy="memoryos",
+                                 update_heat=False)
+        return [i for i in found.items if i.kind == "mtm_page"], found.trace.payload["segments"]
+
+    # By hand: a page's relevance is its best turn's score; a segment's, its best page's, min-max
+    # over the segments; Fscore adds the keyword Jaccard; stage one keeps the best segment.
+    page_score = turn_relevance(user=user, query=query, query_vector=query_vector, now=now).page_scores()
+    pages = {page.seq: page for page in DialoguePage.objects.filter(user=user, tier=Tier.MTM)}
+    best: dict[str, float] = {}
+    for seq, score in page_score.items():
+        sid = str(pages[seq].segment_id)
+        best[sid] = max(score, best.get(sid, -np.inf))
+    low, high = min(best.values()), max(best.values())
+    items, segments = recall(segments_first=True)
+    assert len(segments) == len(best) >= 3
+    for segment in segments:
+        assert segment["relevance"] == pytest.approx((best[segment["id"]] - low) / (high - low), abs=1e-4)
+        assert segment["fscore"] == pytest.approx(segment["relevance"] + segment["jaccard"], abs=1e-3)
+    chosen = [s["id"] for s in segments if s["chosen"]]
+    assert chosen == [max(segments, key=lambda s: s["fscore"])["id"]]
+    assert {i.breakdown["segment_id"] for i in items} == set(chosen)
+    assert "Max" in items[0].text
+    # A page outside the chosen segment that the core scores above one returned is still left out.
+    returned = {i.ref for i in items}
+    outside = [page for seq, page in pages.items() if str(page.segment_id) not in chosen
+               and page_score[seq] > min(i.breakdown["relevance"] for i in items)]
+    assert outside and not {str(page.id) for page in outside} & returned
+    # Without the first stage every segment is chosen and stage two ranks all pages by relevance.
+    everything, segments = recall(segments_first=False)
+    assert all(s["chosen"] for s in segments)
+    assert {str(page.id) for page in outside} <= {i.ref for i in everything}
+    assert [i.breakdown["relevance"] for i in everything] == sorted(
+        (round(page_score[seq], 4) for seq in pages), reverse=True)

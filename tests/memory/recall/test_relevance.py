@@ -1,0 +1,155 @@
+"""The relevance core under every recall policy (memory/recall/relevance.py): scores per page and
+scaled onto [0, 1], the ranking across sessions, and over a real store the time boost for the
+turns said in the question's period and the second hop along the names the first hits share."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from memory.adapters import configured
+from memory.engine.hybrid_scoring import PART_NAMES, HybridParams
+from memory.models import Tier
+from memory.recall.relevance import TurnRelevance, keyword_turns, turn_relevance
+from memory.recall.turn_facts import TurnFact
+
+DAY = 86400.0
+
+
+def relevance_of(final: list[float], facts: list[TurnFact], **params) -> TurnRelevance:
+    keys = [f"t{i}" for i in range(len(final))]
+    return TurnRelevance(keys=keys, facts=dict(zip(keys, facts, strict=True)),
+                         parts=np.zeros((len(final), len(PART_NAMES))), final=np.array(final),
+                         dense={}, sparse={}, params=HybridParams(**params))
+
+
+def test_normalised_maps_the_candidates_min_max_onto_zero_to_one():
+    found = relevance_of([], [])
+    assert found.normalised({"a": 2.0, "b": -1.0, "c": 0.5}) == {"a": 1.0, "b": 0.0, "c": 0.5}
+    assert found.normalised({"a": -0.3, "b": -0.3}) == {"a": 1.0, "b": 1.0}  # flat: none is weaker
+    assert found.normalised({"a": -4.0}) == {"a": 1.0}
+    assert found.normalised({}) == {}
+
+
+def test_a_page_is_as_relevant_as_its_best_turn():
+    found = relevance_of([0.5, 2.0, -1.0, -3.0], [TurnFact(1, 0, "Ana"), TurnFact(1, 1, "Ben"),
+                                                  TurnFact(2, 0, "Ana"), TurnFact(2, 1, "Ben")])
+    assert found.page_scores() == {1: 2.0, 2: -1.0}
+
+
+def test_ranked_spreads_over_days_only_when_asked_and_penalised():
+    # two turns of one day (3.0, 2.8), one of another (2.5): the second day's turn costs nothing
+    facts = [TurnFact(1, 0, "Ana", 10 * DAY), TurnFact(1, 1, "Ben", 10 * DAY + 60), TurnFact(2, 0, "Ana", 11 * DAY)]
+    spread = relevance_of([3.0, 2.8, 2.5], facts, session_penalty=0.5)
+    assert spread.ranked(3) == [0, 2, 1]
+    assert spread.ranked(3, diverse=False) == [0, 1, 2]
+    assert relevance_of([3.0, 2.8, 2.5], facts, session_penalty=0.0).ranked(3) == [0, 1, 2]
+
+
+def test_a_breakdown_names_every_part_and_the_raw_scores():
+    found = relevance_of([1.5], [TurnFact(1, 0, "Ana")])
+    found.parts[0] = [1.0, 0.25, 0.0, 0.25, 0.0, 0.0, 0.0]
+    found.dense, found.sparse = {"t0": 0.61234}, {}
+    assert found.breakdown(0) == {"dense": 1.0, "sparse": 0.25, "feedback": 0.0, "hop": 0.25, "speaker": 0.0,
+                                  "time": 0.0, "long_term": 0.0, "score": 1.5, "final": 1.5, "cosine": 0.6123,
+                                  "bm25": 0.0}
+
+
+# ------------------------------------------------------------------ over a real store
+
+SESSIONS = {"sample_id": "t", "conversation": {
+    "speaker_a": "Caroline", "speaker_b": "Melanie",
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [
+        {"speaker": "Caroline", "dia_id": "D1:1", "text": "I met Jolene at the Pride parade downtown."},
+        {"speaker": "Melanie", "dia_id": "D1:2", "text": "That sounds like a lovely day out."},
+    ],
+    "session_2_date_time": "10:00 am on 20 June, 2023",
+    "session_2": [
+        {"speaker": "Melanie", "dia_id": "D2:1", "text": "Jolene moved to Portland last month."},
+        {"speaker": "Caroline", "dia_id": "D2:2", "text": "I painted a sunset over the lake."},
+    ]}}
+ASKED_AT = datetime(2023, 7, 1, tzinfo=UTC)
+BOTH = (Tier.MTM, Tier.STM)  # the second session stays in STM
+
+
+@pytest.fixture
+def two_sessions(make_user, memory_env):
+    from memory.formats.locomo import parse_sample
+    from memory.services.importing import conversation_import
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
+    user = make_user()
+    conversation_import(user=user, conversation=parse_sample(SESSIONS, 0))
+    return user
+
+
+def relevance(user, query: str) -> TurnRelevance:
+    return turn_relevance(user=user, query=query, query_vector=configured.embedder().embed([query])[0],
+                          now=ASKED_AT, tiers=BOTH)
+
+
+def by_slot(found: TurnRelevance) -> dict[tuple[int, int], int]:
+    return {(found.facts[key].seq, found.facts[key].pos): i for i, key in enumerate(found.keys)}
+
+
+def test_the_turns_said_in_the_questions_month_gain_the_time_boost_after_smoothing(two_sessions):
+    found = relevance(two_sessions, "What did Caroline paint in June 2023?")
+    assert found.window.words == "June 2023"
+    slots = by_slot(found)
+    assert set(slots) == {(1, 0), (1, 1), (2, 0), (2, 1)}
+    time = PART_NAMES.index("time")
+    assert {slot: found.parts[i, time] for slot, i in slots.items()} == {(1, 0): 0.0, (1, 1): 0.0,
+                                                                          (2, 0): 2.0, (2, 1): 2.0}
+    # By hand: each turn's content (dense, sparse, feedback, hop) plus 0.3 of the previous turn's and
+    # 0.1 of the next turn's positive content (the four turns follow each other), then the boosts.
+    params = HybridParams()
+    order = [slots[slot] for slot in sorted(slots)]
+    content = [float(found.parts[i, :4].sum()) for i in order]
+    for at, i in enumerate(order):
+        expected = content[at] + float(found.parts[i, 4:].sum())
+        if at > 0:
+            expected += params.previous_weight * max(0.0, content[at - 1])
+        if at < len(order) - 1:
+            expected += params.next_weight * max(0.0, content[at + 1])
+        assert found.final[i] == pytest.approx(expected)
+    # the painting, said in June by the named participant, comes first
+    assert found.ranked(1) == [slots[(2, 1)]]
+
+
+def test_a_question_without_a_time_boosts_no_turn(two_sessions):
+    found = relevance(two_sessions, "Who did Caroline meet at the parade?")
+    assert found.window is None and not found.parts[:, PART_NAMES.index("time")].any()
+
+
+def test_the_second_hop_searches_the_names_the_first_hits_share(two_sessions):
+    found = relevance(two_sessions, "Who did Caroline meet at the parade?")
+    # Jolene and Pride: names inside the first hits' sentences (stemmed); not the participants, nor
+    # the query's words
+    assert {"jolen", "prid"} <= set(found.bridge)
+    assert not {"carolin", "melani", "parad", "meet"} & set(found.bridge)
+    # the second session's line about Jolene matches that search (its hop part by the z-score of its
+    # keyword hit); the first session's reply, which names nobody, does not
+    hop, slots = PART_NAMES.index("hop"), by_slot(found)
+    assert found.parts[slots[(2, 0)], hop] > 0 > found.parts[slots[(1, 1)], hop]
+    assert found.parts[slots[(2, 0)], hop] == pytest.approx(
+        HybridParams().hop_weight * _z(keyword_turns(user=two_sessions, query=" ".join(found.bridge), tiers=BOTH),
+                                       found.keys[slots[(2, 0)]]))
+
+
+def _z(scores: dict[str, float], key: str) -> float:
+    values = np.array(list(scores.values()))
+    return float((scores[key] - values.mean()) / values.std())
+
+
+def test_without_a_hop_weight_there_is_no_second_search(two_sessions):
+    found = turn_relevance(user=two_sessions, query="Who did Caroline meet at the parade?",
+                           query_vector=configured.embedder().embed(["Who did Caroline meet at the parade?"])[0],
+                           now=ASKED_AT, tiers=BOTH, params=HybridParams(hop_weight=0.0))
+    assert found.bridge == [] and not found.parts[:, PART_NAMES.index("hop")].any()
+
+
+def test_a_blank_query_has_no_keyword_hits(two_sessions):
+    assert keyword_turns(user=two_sessions, query="   ", tiers=BOTH) == {}
