@@ -43,6 +43,10 @@ from memory.recall.base import PAGE_FIELDS, Ranking, RecallContext, RecallPolicy
 from memory.recall.relevance import keyword_turns, turn_relevance
 from persona.models import AgentTrait, KnowledgeFact
 
+# What ranking reads of a candidate page; the text is read for the pages recalled.
+PAGE_LIGHT_FIELDS = ("id", "user_id", "tier", "seq", "timestamp", "segment_id", "repressed", "sona_id", "status")
+# What a recall reads of a graph node (its block stays behind).
+NODE_FIELDS = ("id", "user_id", "kind", "object_id", "cid", "importance")
 RECALLABLE_KINDS = (MemoryNode.Kind.PAGE, MemoryNode.Kind.SEGMENT, MemoryNode.Kind.FACT, MemoryNode.Kind.AGENT_TRAIT)
 ITEM_KINDS = {MemoryNode.Kind.PAGE: "memoria_page"}  # the others are notes: "memoria_note"
 
@@ -92,9 +96,9 @@ def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fullt
     seq_rows = rows.rows(DialoguePage, ("id", "seq"), equal={"user": user.pk}, among={"seq": sorted(best)})
     normalised = found.normalised({seq: by_seq[seq] for seq in best})
     relevance = {str(row.id): normalised[row.seq] for row in seq_rows}
-    pages = _pages(user, [*relevance, *fulltext], tiers=context.turn_tiers)
-    nodes = {node.object_id: node for node in MemoryNode.objects.filter(
-        user=user, kind=MemoryNode.Kind.PAGE, object_id__in=list(pages))}
+    pages = _pages(user, [*relevance, *fulltext], tiers=context.turn_tiers, fields=PAGE_LIGHT_FIELDS)
+    nodes = {node.object_id: node for node in rows.rows(MemoryNode, NODE_FIELDS, equal={
+        "user": user.pk, "kind": MemoryNode.Kind.PAGE}, among={"object_id": list(pages)})}
     sonas = _sona_terms(context, nodes.values(), pages)
     candidates = [
         Candidate(cid=str(node.pk), timestamp=pages[page_id].timestamp.timestamp(),
@@ -106,6 +110,7 @@ def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fullt
                                    if pid in nodes}
     result = memoria_recall(candidates=candidates, now=context.now.timestamp(), params=params,
                             read=_Reader(user, memories))
+    _read_texts(user, memories, result.order)
     items = _items(result, memories, params)
     trace = result.trace()
     trace["nodes"] = {node_id: {"kind": memories[node_id].node.kind, "ref": memories[node_id].node.object_id,
@@ -116,19 +121,33 @@ def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fullt
     return Ranking(items=items, trace={"memoria": trace})
 
 
-def _pages(user, ids: Iterable[str], *, tiers: Sequence[str]) -> dict[str, DialoguePage]:
+def _pages(user, ids: Iterable[str], *, tiers: Sequence[str],
+           fields: Sequence[str] = (*PAGE_FIELDS, "sona_id", "status")) -> dict[str, DialoguePage]:
     """The user's complete pages among `ids` in the tiers, neither repressed nor in a repressed segment."""
-    found = owned(DialoguePage, (*PAGE_FIELDS, "sona_id", "status"), list(dict.fromkeys(ids)), user,
-                  status=PageStatus.COMPLETE)
+    found = owned(DialoguePage, fields, list(dict.fromkeys(ids)), user, status=PageStatus.COMPLETE)
     found = {key: page for key, page in found.items() if page.tier in tiers}
-    hidden = set(Segment.objects.filter(id__in={p.segment_id for p in found.values() if p.segment_id},
-                                        repressed=True).values_list("id", flat=True))
+    hidden = {segment.id for segment in rows.rows(
+        Segment, ("id",), equal={"user": user.pk, "repressed": True},
+        among={"id": list({p.segment_id for p in found.values() if p.segment_id})})}
     return {key: page for key, page in found.items() if page.segment_id not in hidden}
 
 
 def _page_memory(node: MemoryNode, page: DialoguePage) -> Memory:
+    """A page's memory; its text and source ids only when the row was read with them (the
+    candidates are read without, and only those recalled are read again: _read_texts)."""
+    if "query" in page.get_deferred_fields():
+        return Memory(node=node, text="", timestamp=page.timestamp)
     return Memory(node=node, text=page.recall_text, timestamp=page.timestamp,
                   source_ids=tuple(page.source_ids))
+
+
+def _read_texts(user, memories: dict[str, Memory], order: Sequence[str]) -> None:
+    """Fill in the text of the recalled pages that were read as candidates without it."""
+    missing = {memories[node_id].node.object_id: node_id for node_id in order
+               if not memories[node_id].text and memories[node_id].node.kind == MemoryNode.Kind.PAGE}
+    for page_id, page in rows.by_pk(DialoguePage, list(missing), PAGE_FIELDS).items():
+        if page.user_id == user.pk:
+            memories[missing[page_id]] = _page_memory(memories[missing[page_id]].node, page)
 
 
 def sona_vector(sona: Sona) -> tuple[float, ...]:
@@ -168,14 +187,16 @@ class _Reader:
         wanted = [int(i) for i in ids if i.isdigit()]
         unknown = [i for i in wanted if str(i) not in self.known]
         if unknown:
-            self.known.update(memories_of(self.user, MemoryNode.objects.filter(user=self.user, pk__in=unknown)))
+            self.known.update(memories_of(self.user, rows.rows(MemoryNode, NODE_FIELDS, equal={"user": self.user.pk},
+                                                               among={"id": unknown})))
         visible = [i for i in wanted if str(i) in self.known]
         dependencies: dict[str, dict[str, Dependency]] = {str(i): {} for i in visible}
-        for source, target, relation, weight in (
-                MemoryEdge.objects.filter(user=self.user, source_id__in=visible)
-                .values_list("source_id", "target_id", "relation", "weight")):
+        for edge in rows.rows(MemoryEdge, ("id", "source_id", "target_id", "relation", "weight"),
+                              equal={"user": self.user.pk}, among={"source": visible}):
+            weight = edge.weight
             if math.isfinite(weight) and 0 < weight <= 1:
-                dependencies[str(source)][f"{relation}:{target}"] = Dependency(weight=weight, cid=str(target))
+                dependencies[str(edge.source_id)][f"{edge.relation}:{edge.target_id}"] = Dependency(
+                    weight=weight, cid=str(edge.target_id))
         return {node_id: GraphNode(timestamp=self.known[node_id].seconds, dependencies=deps)
                 for node_id, deps in dependencies.items()}
 
@@ -192,13 +213,16 @@ def memories_of(user, nodes: Iterable[MemoryNode]) -> dict[str, Memory]:
     for page_id, page in _pages(user, pages, tiers=(Tier.STM, Tier.MTM, Tier.ARCHIVED)).items():
         found[str(pages[page_id].pk)] = _page_memory(pages[page_id], page)
     segments = by_kind.get(MemoryNode.Kind.SEGMENT, {})
-    for segment in Segment.objects.filter(user=user, id__in=list(segments), repressed=False,
-                                          status=Segment.Status.ACTIVE):
+    for segment in rows.rows(Segment, ("id", "summary", "created_at"),
+                             equal={"user": user.pk, "repressed": False, "status": Segment.Status.ACTIVE},
+                             among={"id": list(segments)}):
         node = segments[str(segment.id)]
         found[str(node.pk)] = Memory(node=node, text=f"Topic: {segment.summary}", timestamp=segment.created_at)
     for kind, model in ((MemoryNode.Kind.FACT, KnowledgeFact), (MemoryNode.Kind.AGENT_TRAIT, AgentTrait)):
         entries = by_kind.get(kind, {})
-        for entry in model.objects.filter(user=user, pk__in=[i for i in entries if i.isdigit()], repressed=False):
+        # (their keys are UUIDs: a filter on digits once kept every fact and trait out of the expansion)
+        for entry in rows.rows(model, ("id", "text", "timestamp", "source_ids"),
+                               equal={"user": user.pk, "repressed": False}, among={"id": list(entries)}):
             node = entries[str(entry.pk)]
             found[str(node.pk)] = Memory(node=node, text=entry.text, timestamp=entry.timestamp,
                                          source_ids=tuple(entry.source_ids))
