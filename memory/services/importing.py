@@ -3,12 +3,20 @@
 An import can be run again: pages already stored (the same source turn ids at the same session
 time) are skipped, a page whose reply was not stored yet (an import stopped mid-page) is
 completed, and only what is missing is added. A file is checked whole before anything is stored.
+
+A whole file is imported in batches (without a chat model): maintenance still runs after every
+page, at the page's time, so every decision (segment, heat, promotion, eviction) is the one a
+turn-by-turn import makes, but each batch of pages is one transaction in which the memory graph
+is re-addressed once (graph.readdress_once) and the vector writes wait for its commit. The end
+state is turn-by-turn import's; only the graph's aliases differ (the CIDs nodes had between two
+pages of a batch were never made). A stop mid-file loses the batch; a re-run adds it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +26,7 @@ from tqdm import tqdm
 from memory.adapters import configured
 from memory.formats.locomo import Conversation, LocomoPage, conversation_pages, conversation_problems
 from memory.models import DialoguePage, PageStatus
+from memory.services import graph
 from memory.services.common import MemoryInputError
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_reply_store, page_start, page_text
@@ -73,10 +82,16 @@ def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) 
     maintenance_run(user_id=user.pk, now=item.timestamp, index_turns_now=False, recollect=False)
 
 
-def conversation_import(*, user, conversation: Conversation, progress: bool = False) -> ImportReport:
+def conversation_import(*, user, conversation: Conversation, progress: bool = False,
+                        batched: bool | None = None) -> ImportReport:
     """Each pair of speaker runs becomes a page with its original time and source turn ids;
     maintenance runs after every page, as it would after every live turn. Pages stored by an
-    earlier run are left as they are."""
+    earlier run are left as they are.
+
+    batched (default: when no chat model is configured, whose calls must not hold a transaction
+    open): a transaction per batch of pages, the graph re-addressed once in it (module doc)."""
+    if batched is None:
+        batched = configured.chat_model() is None
     started = time.perf_counter()
     conversations_validate([conversation])
     sona = sona_get_or_create(user=user, name=conversation.speaker_b,
@@ -89,9 +104,10 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
     for start in range(0, len(todo), EMBED_BATCH):
         batch = todo[start:start + EMBED_BATCH]
         vectors = configured.embedder().embed([page_text(item.query, item.response) for item, _ in batch])
-        for (item, existing), vector in zip(batch, vectors, strict=True):
-            _store(user, sona, item, vector, existing)
-            bar.update(1)
+        with graph.readdress_once() if batched else nullcontext():
+            for (item, existing), vector in zip(batch, vectors, strict=True):
+                _store(user, sona, item, vector, existing)
+                bar.update(1)
         index_turns(user_id=user.pk)
     bar.close()
     if not todo:  # a re-run after a stop between the last page and its indexing

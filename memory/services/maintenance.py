@@ -114,9 +114,12 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             report.embedded = _embed_missing(user_id)
             if index_turns_now:
                 report.turns_indexed = index_turns(user_id=user_id)
-            report.chained = _link_chains(user_id)
-            _overflow_stm(user_id, report, now)
-            report.rederived = _rederive_segments(user_id)
+            # One transaction for the graph's writes: a segment that took several pages, or a page
+            # that got its chain edge and then moved, is re-addressed once (graph.readdress_once).
+            with graph.readdress_once():
+                report.chained = _link_chains(user_id)
+                _overflow_stm(user_id, report, now)
+                report.rederived = _rederive_segments(user_id)
             report.summarised = _refresh_summaries(user_id)
             report.evicted = segments_evict(user_id=user_id, now=now)
             report.promoted = _promote(user_id, now)
@@ -249,7 +252,9 @@ def _rederive_segments(user_id: int) -> int:
 
 def _promote(user_id: int, now: datetime) -> list[str]:
     params = memory_params()
-    active = [s.to_engine() for s in Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE)]
+    # Heat reads no embedding: 200 segments' vectors decoded on every run were a tenth of a write.
+    active = [s.to_engine(with_embedding=False)
+              for s in Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).defer("embedding")]
     promoted = []
     for promotion in mid_term.plan_promotions(active, now=now, params=params):
         if persona_promote_segment(user_id=user_id, segment_id=promotion.segment_id, heat=promotion.heat, now=now):

@@ -162,11 +162,12 @@ def segments_evict(*, user_id: int, now: datetime) -> list[str]:
     params = memory_params()
     with transaction.atomic():
         lock_user_state(user_id)
-        active = list(Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE))
+        active = list(Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).defer("embedding"))
         # A segment holding a pinned page is as pinned as one pinned itself.
         holding_pins = set(DialoguePage.objects.filter(user_id=user_id, pinned=True, segment__isnull=False)
                            .values_list("segment_id", flat=True))
-        views = [replace(s.to_engine(), pinned=s.pinned or s.id in holding_pins) for s in active]
+        views = [replace(s.to_engine(with_embedding=False), pinned=s.pinned or s.id in holding_pins)
+                 for s in active]
         plan = mid_term.plan_eviction(views, now=now, params=params)
         if not plan.segment_ids:
             return []

@@ -20,6 +20,7 @@ from django.test.utils import override_settings
 BENCHMARKS = {
     "retrieval": "LoCoMo evidence recall of the recall policies against BM25 and dense baselines",
     "scale": "retrieval latency, ingest throughput and sizes as one user's store grows",
+    "ingest": "importing a LoCoMo conversation through the product: whole-file batches against turn by turn",
     "qa": "LoCoMo answer F1 / BLEU-1 with the configured LLM endpoint",
     "answer": "LoCoMo: how often the offline engine's reply holds the gold answer, against quoting BM25's top turn",
     "ws": "websocket chat load on loopback: concurrent sessions, time to first token, errors",

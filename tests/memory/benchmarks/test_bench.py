@@ -275,6 +275,32 @@ def test_qa_rejects_a_malformed_file(llm_endpoint, tmp_path):
 
 
 @pytest.mark.slow
+def test_ingest_times_three_imports_with_the_same_end_state(memory_env, tmp_path):
+    from memory.benchmarks import ingest
+
+    data = tmp_path / "tiny_locomo.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+    result = run_json("ingest", str(data))
+    assert result["turns"] == 6 and result["pages"] == 3 and result["same_end_state"]
+    assert list(result["variants"]) == [ingest.BASELINE, ingest.TURN_BY_TURN, ingest.BATCHED]
+    assert all(v["turns_per_s"] > 0 and len(v["seconds"]) == 1 for v in result["variants"].values())
+    assert "vs before" in ingest.render(result)
+    assert not get_user_model().objects.filter(username__startswith="ingest-").exists()
+
+
+def test_ingest_stops_when_an_import_fails(memory_env, tmp_path, monkeypatch):
+    from memory.services import importing
+
+    def broken(**kwargs):
+        raise ValueError("not a CID: 'deadbeef'")
+
+    monkeypatch.setattr(importing, "conversation_import", broken)
+    data = tmp_path / "tiny_locomo.json"
+    data.write_text(json.dumps(TINY_LOCOMO))
+    with pytest.raises(CommandError, match="import failed .*not a CID.*no rate"):
+        run_json("ingest", str(data))
+
+
 def test_ws_load_against_a_live_server(memory_env):
     result = run_json("ws", "--sessions", "3", "--messages", "2", "--timeout", "120")
     assert result["connected"] == 3 and result["held"] == 3

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from memory.formats.locomo import conversation_pages, parse_sample
-from memory.models import DialoguePage, PageStatus
+from memory.models import DialoguePage, MemoryNode, PageStatus
 from memory.services.importing import conversation_import
 from memory.services.pages import page_reply_store
 
@@ -110,7 +110,7 @@ def test_an_interrupted_import_resumes_with_only_what_is_missing(make_user, monk
 
     monkeypatch.setattr("memory.services.importing.page_reply_store", dies_before_the_third_reply)
     with pytest.raises(KeyboardInterrupt):
-        conversation_import(user=user, conversation=conversation)
+        conversation_import(user=user, conversation=conversation, batched=False)  # a commit per page
     assert DialoguePage.objects.filter(user=user).count() == 3
     assert DialoguePage.objects.filter(user=user, status=PageStatus.PENDING).count() == 1
 
@@ -123,6 +123,31 @@ def test_an_interrupted_import_resumes_with_only_what_is_missing(make_user, monk
     assert all(p.status == PageStatus.COMPLETE for p in stored)
     assert stored[2].response == "Ben: What did you make?"
     assert stored[2].turns_indexed
+
+
+def test_an_interrupted_batched_import_loses_its_batch_and_adds_it_again(make_user, monkeypatch):
+    user = make_user("resumer")
+    conversation = parse_sample(sample(SIX_TURNS), 0)
+    replies = []
+
+    def dies_before_the_third_reply(**kwargs):
+        if len(replies) == 2:
+            raise KeyboardInterrupt
+        replies.append(kwargs["page"].id)
+        return page_reply_store(**kwargs)
+
+    monkeypatch.setattr("memory.services.importing.page_reply_store", dies_before_the_third_reply)
+    with pytest.raises(KeyboardInterrupt):
+        conversation_import(user=user, conversation=conversation, batched=True)
+    # the batch was one transaction: nothing of it stayed, graph included
+    assert not DialoguePage.objects.filter(user=user).exists()
+    assert not MemoryNode.objects.filter(user=user).exists()
+
+    monkeypatch.setattr("memory.services.importing.page_reply_store", page_reply_store)
+    report = conversation_import(user=user, conversation=conversation, batched=True)
+    assert (report.added, report.already) == (3, 0)
+    assert all(p.status == PageStatus.COMPLETE and p.turns_indexed
+               for p in DialoguePage.objects.filter(user=user))
 
 
 @pytest.mark.parametrize(("name", "reason"), [

@@ -13,7 +13,7 @@ from multiformats import CID, multihash
 
 from memory.engine.content_ids import content_id
 from memory.engine.ipld import node_decode, node_verify
-from memory.models import MemoryAlias, MemoryNode
+from memory.models import MemoryAlias, MemoryEdge, MemoryNode
 from memory.selectors import memory_by_cid
 from memory.services import graph
 from memory.services.common import MemoryInputError
@@ -78,6 +78,60 @@ def test_a_new_edge_readdresses_the_node_and_its_dependents_and_old_ids_still_re
                                                     dependencies={"stated_in": (0.5, second.cid)})
     assert memory_by_cid(user=user, cid=before)[1].pk == second.pk  # the id shown before resolves
     assert memory_by_cid(user=make_user(), cid=before) is None
+
+
+def _fact_on_pages(user, pages, text: str) -> KnowledgeFact:
+    """A fact stated in the second page, the second page recalling the first (a chain of three)."""
+    fact = KnowledgeFact.objects.create(user=user, text=text, normalised=text.lower())
+    graph.row_node_put(user_id=user.pk, kind=MemoryNode.Kind.FACT, row=fact)
+    graph.edge_link(user_id=user.pk, source=fact, source_kind=MemoryNode.Kind.FACT, target=pages[1],
+                    target_kind=MemoryNode.Kind.PAGE, relation="stated_in", weight=0.5)
+    graph.edge_link(user_id=user.pk, source=pages[1], source_kind=MemoryNode.Kind.PAGE, target=pages[0],
+                    target_kind=MemoryNode.Kind.PAGE, relation="recalls", weight=0.75)
+    graph.node_put(user_id=user.pk, kind=MemoryNode.Kind.PAGE, object_id=str(pages[0].pk),
+                   data={"query": "edited", "response": "ok"}, timestamp=pages[0].timestamp)
+    return fact
+
+
+def test_readdressing_once_gives_the_cids_of_readdressing_every_write(make_user):
+    eager, once = make_user(), make_user()
+    same_time = [say(eager, "My sister Lena lives in Berlin."), say(eager, "She is a violinist.")]
+    pages = [say(once, p.query, p.response) for p in same_time]
+    for page, twin in zip(pages, same_time, strict=True):  # the same content, so the same CIDs
+        type(page).objects.filter(pk=page.pk).update(timestamp=twin.timestamp)
+        page.refresh_from_db()
+        graph.row_node_put(user_id=once.pk, kind=MemoryNode.Kind.PAGE, row=page)
+        page.save(update_fields=["cid"])
+    eager_fact = _fact_on_pages(eager, same_time, "Lena is a violinist")
+    shown = [p.cid for p in pages]
+    with graph.readdress_once():
+        fact = _fact_on_pages(once, pages, "Lena is a violinist")
+        marked_cid = KnowledgeFact.objects.get(pk=fact.pk).cid
+
+    def state(user):
+        return sorted((n.kind, n.cid, bytes(n.block)) for n in MemoryNode.objects.filter(user=user))
+
+    assert state(once) == state(eager)
+    assert KnowledgeFact.objects.get(pk=fact.pk).cid == KnowledgeFact.objects.get(pk=eager_fact.pk).cid != marked_cid
+    for page in pages:
+        page.refresh_from_db()
+        assert page.cid == node_of(once, MemoryNode.Kind.PAGE, page).cid
+    # the ids the nodes had before the batch still resolve; the ones between were never made
+    assert memory_by_cid(user=once, cid=marked_cid) is None
+    assert [memory_by_cid(user=once, cid=cid)[1].pk for cid in shown] == [p.pk for p in pages]
+    assert MemoryAlias.objects.filter(user=once).count() < MemoryAlias.objects.filter(user=eager).count()
+
+
+def test_readdressing_once_rolls_back_with_the_writes_it_follows(make_user):
+    user = make_user()
+    pages = [say(user, "I collect maps."), say(user, "Mostly of Lisbon.")]
+    before = sorted(MemoryNode.objects.filter(user=user).values_list("cid", flat=True))
+    with pytest.raises(RuntimeError), graph.readdress_once():
+        graph.edge_link(user_id=user.pk, source=pages[1], source_kind=MemoryNode.Kind.PAGE, target=pages[0],
+                        target_kind=MemoryNode.Kind.PAGE, relation="follows", weight=0.9)
+        raise RuntimeError("a crash before the end of the batch")
+    assert sorted(MemoryNode.objects.filter(user=user).values_list("cid", flat=True)) == before
+    assert not MemoryEdge.objects.filter(user=user).exists()
 
 
 def test_repeated_relations_get_names_from_content_alone(make_user):
