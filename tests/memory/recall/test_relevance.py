@@ -153,3 +153,34 @@ def test_without_a_hop_weight_there_is_no_second_search(two_sessions):
 
 def test_a_blank_query_has_no_keyword_hits(two_sessions):
     assert keyword_turns(user=two_sessions, query="   ", tiers=BOTH) == {}
+
+
+def test_a_fact_learned_from_a_page_lifts_that_page_s_turns_by_its_cosine(two_sessions):
+    """Long-term memory in the core: the KB fact nearest the question was learned from page 1, so
+    page 1's turns gain long_term_boost · the fact's cosine, and no other turn gains anything."""
+    from memory.engine.ports import VectorPoint
+    from memory.models import DialoguePage
+    from persona.models import KnowledgeFact
+
+    page = DialoguePage.objects.get(user=two_sessions, seq=1)
+    text = "User enjoys going to Pride parades"
+    fact = KnowledgeFact.objects.create(user=two_sessions, text=text, normalised=text.lower(),
+                                        source_page_ids=[str(page.id)], source_ids=list(page.source_ids))
+    vector = configured.embedder().embed([text])[0]
+    configured.vector_index().upsert([VectorPoint(id=str(fact.id), vector=vector, text=text,
+                                                  payload={"user_id": str(two_sessions.pk), "kind": "kb"})])
+    query = "Does Caroline like going to Pride parades?"
+    query_vector = configured.embedder().embed([query])[0]
+    cosine = sum(a * b for a, b in zip(query_vector, vector, strict=True))
+    assert cosine >= HybridParams().long_term_min_cosine  # the fact counts for this question
+
+    found = relevance(two_sessions, query)
+    long_term = PART_NAMES.index("long_term")
+    lifted = {slot: float(found.parts[i, long_term]) for slot, i in by_slot(found).items()}
+    boost = HybridParams().long_term_boost * cosine
+    assert lifted == pytest.approx({(1, 0): boost, (1, 1): boost, (2, 0): 0.0, (2, 1): 0.0}, abs=1e-3)
+
+    # repressed, the fact lifts nothing
+    KnowledgeFact.objects.filter(id=fact.id).update(repressed=True)
+    found = relevance(two_sessions, query)
+    assert not found.parts[:, long_term].any()
