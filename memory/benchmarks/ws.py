@@ -90,6 +90,8 @@ def _server_env(workdir: Path, messages: int) -> dict[str, str]:
         "MEMORYOS_CHAT_RATE_BURST": str(messages + 1),
         "MEMORYOS_CHANNEL_PREFIX": f"memoryos-wsbench-{os.getpid()}",
         "PYTHONPATH": str(ROOT),
+        # the cookies were signed here: a server with its own var/ would make its own key and refuse them
+        "SECRET_KEY": settings.SECRET_KEY,
     })
     if settings.QDRANT_URL:
         env["QDRANT_COLLECTION"] = settings.QDRANT_COLLECTION  # bench_env's throwaway collection

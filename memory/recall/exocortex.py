@@ -68,6 +68,7 @@ class _Turn:
     id: str
     index: int
     timestamp: datetime
+    tiebreak: float  # its relevance before scaling: equal weights go to the better match
 
 
 class WeightedPolicy(RecallPolicy):
@@ -100,7 +101,9 @@ class WeightedPolicy(RecallPolicy):
                                recency=min(1.0, max(0.0, value)) if DECAY else self.neutral_recency,
                                kind=kind, type_weights=weights)
             weighed.append((terms, row))
-        weighed.sort(key=lambda entry: (-entry[0].weight, str(entry[1].id)))
+        # Equal weights (several recollections share their best member) go to the better raw match,
+        # then to the id, so that the same memory in another store (an import) ranks the same.
+        weighed.sort(key=lambda entry: (-entry[0].weight, -entry[1].tiebreak, str(entry[1].id)))
         items = _items(context, found, weighed[:context.params.top_k_pages])
         curve = exo.decay_curve(oldest_age_seconds=span, settings=decay)
         return Ranking(items=items, trace={
@@ -135,7 +138,8 @@ def _turn_candidates(found: TurnRelevance) -> tuple[list[tuple[_Turn, float, str
         return 1.0 if high <= low else min(1.0, max(0.0, (score - low) / (high - low)))
 
     return [(_Turn(id=found.keys[index], index=index,
-                   timestamp=datetime.fromtimestamp(found.facts[found.keys[index]].timestamp, tz=UTC)),
+                   timestamp=datetime.fromtimestamp(found.facts[found.keys[index]].timestamp, tz=UTC),
+                   tiebreak=score),
              scale(score), exo.CORE) for index, score in zip(best, scores, strict=True)], scale
 
 
@@ -188,6 +192,7 @@ def _recollection_candidates(context: RecallContext, query_vector: Sequence[floa
         if row is None or not all(member in live for member in row.members):
             continue  # a recollection quotes its members: one repressed or deleted hides it
         row.timestamp = row.created_at
+        row.tiebreak = hit.score  # the recollection's own cosine to the query
         best = max(page_relevance.get(pages[member].seq, 0.0) for member in row.members) if row.members else 0.0
         result.append((row, best, exo.RECOLLECTION))
     return result

@@ -297,7 +297,8 @@ def _contents(root: dict, blocks: dict, decoded: dict) -> _Contents:
     sona_ids = {data["id"] for data in records["sona"]}
     sonas = []
     for number, sona_id, via in _entries(root, "sonas", 3):
-        if sona_id not in sona_ids or via not in SonaMembership.Via.values:
+        if not isinstance(sona_id, str) or not isinstance(via, str) or sona_id not in sona_ids \
+                or via not in SonaMembership.Via.values:
             raise _refused(f"a sona membership names an unknown sona {sona_id!r:.80} or way {via!r:.40}.")
         sonas.append((_node_number(number, "a sona membership", count), sona_id, via))
     return _Contents(records=records, nodes=nodes, aliases=aliases, importance=importance, sonas=sonas)

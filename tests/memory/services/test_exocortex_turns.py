@@ -10,13 +10,15 @@ import pytest
 
 from memory.adapters import configured
 from memory.models import LifecycleEvent, Recollection, RetrievalTrace
-from memory.selectors import turn_recall
+from memory.selectors import GONE, turn_recall
 from memory.services.deletion import user_forget
 from memory.services.portable import memory_export, memory_import
 from memory.services.recall import recall_for_query
 from memory.services.reindex import reindex_all
 from memory.services.turns import turn_run
 from tests.memory.recall.test_exocortex_policy import BREAD, LISBON
+
+TURN_SECTION = "Things said earlier (mid-term)"
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 
@@ -44,8 +46,9 @@ def test_an_exocortex_turn_is_recollected_and_the_next_turn_recalls_it(make_user
     assert [label for label, _ in rows[0].scores] == ["relevance", "decay recency", "nostalgia", "type weight",
                                                       "weight"]
     assert rows[0].text.startswith("Recollection for")
-    pages = titles["Earlier conversations (mid-term)"]
-    assert all(dict(row.scores).keys() >= {"relevance", "weight"} for row in pages)
+    said = titles[TURN_SECTION]  # the utterances the relevance core ranked, weighed by the Exocortex
+    assert said and all(dict(row.scores).keys() >= {"relevance", "weight"} for row in said)
+    assert all(row.text != GONE for row in said)  # their words come from the trace
     assert "weight" in dict(panel.legend)
     # The vectors are derived: a reindex brings the recollections' points back from their rows.
     index = configured.vector_index()
@@ -90,7 +93,7 @@ def test_both_policies_are_selectable_per_api_call_and_per_sona(make_user, memor
         response = client.post("/api/memory/recall", json.dumps({"query": "Lisbon tram", "policy": policy}),
                                content_type="application/json")
         assert response.status_code == 200, response.content
-        items = [i for i in response.json()["items"] if i["kind"] == "mtm_page"]
+        items = [i for i in response.json()["items"] if i["kind"] == "turn"]
         assert items and all("weight" in i["breakdown"] and "relevance" in i["breakdown"] for i in items), policy
         assert ("nostalgia" in items[0]["breakdown"]) == (policy == "exocortex")
     sona = sona_get_or_create(user=user, name="historian")
