@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, checked from the code's own imports.
+"""The layers of docs/ARCHITECTURE.md, checked from the code's own imports.
 
 Every import statement counts, those inside functions too (a lazy import hides a cycle from the
 interpreter, not from the reader); only `if TYPE_CHECKING:` blocks are left out. Checked: no
