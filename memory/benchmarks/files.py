@@ -55,6 +55,11 @@ def pdf_document(pages: Sequence[Sequence[str]]) -> bytes:
                        b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, 4 + 2 * i))
         objects.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return pdf_of(objects)
+
+
+def pdf_of(objects: Sequence[bytes]) -> bytes:
+    """A PDF of these objects (1 the catalog) with a correct cross-reference table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, start=1):

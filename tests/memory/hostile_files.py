@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from memory.benchmarks.files import pdf_document
+from memory.benchmarks.files import pdf_document, pdf_of
 
 BOMB_SIDE = 60_000
 
@@ -49,16 +49,7 @@ IMAGE_BOMBS = {"bomb.png": png_header, "bomb.gif": gif_header, "bomb.jpg": jpeg_
 
 def _pdf(objects: list[bytes]) -> bytes:
     """A PDF of these objects (1 the catalog) with a correct cross-reference table."""
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_of(objects)
 
 
 def _stream(data: bytes) -> bytes:
