@@ -235,6 +235,8 @@ def run(options: dict[str, Any], stdout) -> dict[str, Any]:
     if unknown:
         raise CommandError(f"unknown recall policy {', '.join(unknown)}; choose from {', '.join(known)}")
     floors = _read_floors(options["check_floors"]) if options.get("check_floors") else None
+    if floors and floors.get("data") and Path(options["data"]).name != floors["data"]:
+        raise CommandError(f"the floors were recorded on {floors['data']}, not {Path(options['data']).name}")
     conversations = load_conversations(options["data"])
     if options.get("sample"):
         conversations = [conversations[i] for i in options["sample"]]

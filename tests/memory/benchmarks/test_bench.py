@@ -371,6 +371,9 @@ def test_retrieval_ablations_and_the_floors_gate(memory_env, tmp_path):
     floors.write_text(json.dumps({"r10": {"memoryos": 0.5}}))
     with pytest.raises(CommandError, match="no floor recorded for policy 'hybrid'"):
         run_json("retrieval", "--data", str(data), "--policy", "hybrid", "--check-floors", str(floors))
+    floors.write_text(json.dumps({"data": "another.json", "r10": {"hybrid": 0.0}}))
+    with pytest.raises(CommandError, match="the floors were recorded on another.json, not tiny.json"):
+        run_json("retrieval", "--data", str(data), "--policy", "hybrid", "--check-floors", str(floors))
     floors.write_text("not json")
     with pytest.raises(CommandError, match="cannot read the floors"):
         run_json("retrieval", "--data", str(data), "--policy", "hybrid", "--check-floors", str(floors))
