@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from .when import COUNT, count_value
+
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december")
 _MONTH = r"(?P<month>" + "|".join(m for m in _MONTHS) + r"|" + "|".join(m[:3] for m in _MONTHS) + r")\.?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3}
-_COUNT = r"(?P<count>\d{1,2}|a couple of|a few|an|a|one|two|three|four|five|six|seven|eight|nine|ten)"
+_COUNT = rf"(?P<count>{COUNT})"
 
 # Most specific first: a day beats its month, a month beats its year.
 _PATTERNS = (
@@ -118,8 +118,7 @@ def _span(kind: str, match: re.Match, now: datetime) -> tuple[float, float] | No
     if kind == "yesterday":
         return _day_start(today - timedelta(days=1)), _day_start(today)
     if kind == "ago":
-        count = groups["count"].lower()
-        number = int(count) if count.isdigit() else _NUMBERS[count]
+        number = count_value(groups["count"])
         days = {"day": 1, "week": 7, "month": 30, "year": 365}[groups["unit"].lower()] * number
         centre = today - timedelta(days=days)
         slack = max(1, days // 4)  # "three weeks ago" is about then, not that very day

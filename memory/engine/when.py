@@ -12,11 +12,12 @@ from datetime import date, datetime, timedelta
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
             "seven": 7, "eight": 8, "nine": 9, "ten": 10, "couple of": 2, "few": 3}
-_COUNT = r"\d{1,2}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few"
+# How many, in words or digits ("three days ago", "a couple of weeks ago"): also read by time_window.py.
+COUNT = r"\d{1,2}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|a few"
 _EXPRESSION = re.compile(
     r"\b(?:(?P<day>yesterday|last night|tomorrow)"
     rf"|(?P<edge>last|next|this past) (?P<unit>week|weekend|month|year|{'|'.join(_WEEKDAYS)})"
-    rf"|(?P<count>{_COUNT}) (?P<ago_unit>day|week|month|year)s? ago)\b",
+    rf"|(?P<count>{COUNT}) (?P<ago_unit>day|week|month|year)s? ago)\b",
     re.IGNORECASE)
 
 
@@ -44,8 +45,13 @@ def _edge(edge: str, unit: str, said: date) -> str:
     return str(said.year + step)
 
 
+def count_value(count: str) -> int:
+    """The number a COUNT match says: "3" → 3, "three" → 3, "a couple of" → 2."""
+    return int(count) if count.isdigit() else _NUMBERS[count.lower().removeprefix("a ")]
+
+
 def _ago(count: str, unit: str, said: date) -> str:
-    number = int(count) if count.isdigit() else _NUMBERS[count.lower().removeprefix("a ")]
+    number = count_value(count)
     if unit == "day":
         return day_text(said - timedelta(days=number))
     if unit == "week":
