@@ -33,7 +33,7 @@ from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Recollection, Segment, UserMemoryState
 from memory.recall import rows
 from memory.recall.base import Ranking, RecallContext, RecallPolicy, owned, register_policy
-from memory.recall.relevance import TurnRelevance, keyword_turns, turn_items, turn_relevance
+from memory.recall.relevance import TurnRelevance, keyword_turns, min_max, turn_items, turn_relevance
 
 RECOLLECTION_FIELDS = ("id", "user_id", "text", "members", "created_at", "repressed", "prompt_similarity")
 RECOLLECTION_KIND = "recollection"  # the point's kind in the index and the recalled item's kind
@@ -132,11 +132,7 @@ def _turn_candidates(found: TurnRelevance) -> tuple[list[tuple[_Turn, float, str
     among them), and that scale, for the recollections to share."""
     best = found.ranked(_candidate_limit(), diverse=False)
     scores = [float(found.final[index]) for index in best]
-    low, high = (min(scores), max(scores)) if scores else (0.0, 0.0)
-
-    def scale(score: float) -> float:
-        return 1.0 if high <= low else min(1.0, max(0.0, (score - low) / (high - low)))
-
+    scale = min_max(scores)
     return [(_Turn(id=found.keys[index], index=index,
                    timestamp=datetime.fromtimestamp(found.facts[found.keys[index]].timestamp, tz=UTC),
                    tiebreak=score),

@@ -15,7 +15,7 @@ and per segment, and normalised to [0, 1] for the formulas that expect a cosine-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -79,13 +79,8 @@ class TurnRelevance:
         zero, so the map is relative to this query's candidates; it keeps their order and spreads
         them, so a policy's own terms reorder candidates of close relevance without lifting a
         weak match over a strong one, and never decide between candidates tied at a floor."""
-        if not scores:
-            return {}
-        best, worst = max(scores.values()), min(scores.values())
-        spread = best - worst
-        if spread <= 0:
-            return {key: 1.0 for key in scores}
-        return {key: float((value - worst) / spread) for key, value in scores.items()}
+        scale = min_max(scores.values())
+        return {key: scale(value) for key, value in scores.items()}
 
     def breakdown(self, index: int) -> dict[str, float]:
         key = self.keys[index]
@@ -94,6 +89,16 @@ class TurnRelevance:
         parts["cosine"] = round(self.dense.get(key, 0.0), 4)
         parts["bm25"] = round(self.sparse.get(key, 0.0), 4)
         return parts
+
+
+def min_max(values: Iterable[float]) -> Callable[[float], float]:
+    """The map of a score onto [0, 1] by the best and weakest of `values` (1.0 for all when they
+    are flat or empty; scores outside the range are clamped)."""
+    values = list(values)
+    low, high = (min(values), max(values)) if values else (0.0, 0.0)
+    if high <= low:
+        return lambda score: 1.0
+    return lambda score: float(min(1.0, max(0.0, (score - low) / (high - low))))
 
 
 def _turn_scope(tiers: Sequence[str]) -> dict[str, Any]:
