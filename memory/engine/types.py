@@ -68,3 +68,5 @@ class RecalledItem:
     timestamp: datetime | None = None
     breakdown: Mapping[str, float] = field(default_factory=dict)
     source_ids: tuple[str, ...] = ()
+    # For a KB fact or agent trait: the pages it was learned from (the relevance core lifts their turns).
+    source_page_ids: tuple[str, ...] = ()

@@ -53,6 +53,9 @@ class RecallContext:
     sona: Any = None
     # The tiers whose utterances may be ranked: a benchmark adds STM (the prompt has STM whole anyway).
     turn_tiers: tuple[str, ...] = (Tier.MTM,)
+    # The KB facts and agent traits nearest the query, read once per recall: the prompt shows them
+    # and the relevance core lifts the turns they were learned from.
+    facts: tuple[RecalledItem, ...] = ()
 
 
 @dataclass

@@ -85,7 +85,7 @@ class WeightedPolicy(RecallPolicy):
 
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
         found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
-                               tiers=context.turn_tiers, sparse=early)
+                               tiers=context.turn_tiers, sparse=early, facts=context.facts)
         turns, scale = _turn_candidates(found)
         recollections = _recollection_candidates(context, query_vector, found, scale)
         oldest = oldest_page_time(context.user)

@@ -37,7 +37,8 @@ class HybridPolicy(RecallPolicy):
 
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
         items = recall_turns(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
-                             limit=settings.MEMORYOS["TOP_K_TURNS"], tiers=context.turn_tiers, sparse=early)
+                             limit=settings.MEMORYOS["TOP_K_TURNS"], tiers=context.turn_tiers, sparse=early,
+                             facts=context.facts)
         chosen, segment_rows, considered = segments_of_turns(context, items)
         return Ranking(items=items, visited=chosen, segment_rows=segment_rows, considered=considered,
                        trace={"turns": [{"id": i.ref, "text": i.text[:160], **i.breakdown,
@@ -65,9 +66,9 @@ def segments_of_turns(context: RecallContext, turns: list[RecalledItem]) -> tupl
 
 def recall_turns(*, user, query: str, query_vector: Sequence[float], limit: int, now=None,
                  tiers: Sequence[str] = (Tier.MTM,), params: scoring.HybridParams | None = None,
-                 sparse: dict[str, float] | None = None) -> list[RecalledItem]:
+                 sparse: dict[str, float] | None = None, facts: Sequence[RecalledItem] = ()) -> list[RecalledItem]:
     """The best utterances by the relevance core, spread over sessions, each with its breakdown.
     `sparse` is the query's keyword_turns when the caller has it already."""
     found = turn_relevance(user=user, query=query, query_vector=query_vector, now=now or timezone.now(),
-                           tiers=tiers, sparse=sparse, params=params)
+                           tiers=tiers, sparse=sparse, facts=facts, params=params)
     return turn_items(user, found, found.ranked(limit))

@@ -15,12 +15,14 @@ from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 def _vector_items(user, query_vector: Sequence[float], *, kind: str, model, limit: int) -> list[RecalledItem]:
     hits = configured.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind=kind)
     found = {key: row for key, row in rows.by_pk(model, [h.id for h in hits],
-                                                  ("user", "text", "timestamp", "source_ids", "repressed")).items()
+                                                  ("user", "text", "timestamp", "source_ids", "source_page_ids",
+                                                   "repressed")).items()
             if row.user_id == user.pk and not row.repressed}
     item_kind = "kb_fact" if kind == "kb" else "agent_trait"
     return [
         RecalledItem(kind=item_kind, ref=hit.id, text=found[hit.id].text, score=hit.score,
                      timestamp=found[hit.id].timestamp, source_ids=tuple(found[hit.id].source_ids),
+                     source_page_ids=tuple(str(page) for page in found[hit.id].source_page_ids or ()),
                      breakdown={"similarity": round(hit.score, 4)})
         for hit in hits if hit.id in found
     ]

@@ -90,7 +90,7 @@ def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fullt
     user = context.user
     limit = settings.MEMORYOS["MEMORIA_CANDIDATES"]
     found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
-                           tiers=context.turn_tiers, sparse=sparse)
+                           tiers=context.turn_tiers, sparse=sparse, facts=context.facts)
     by_seq = found.page_scores()
     best = sorted(by_seq, key=lambda seq: (-by_seq[seq], seq))[:limit]
     seq_rows = rows.rows(DialoguePage, ("id", "seq"), equal={"user": user.pk}, among={"seq": sorted(best)})

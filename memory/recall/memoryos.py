@@ -48,7 +48,7 @@ class MemoryOSPolicy(RecallPolicy):
 
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
         found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
-                               tiers=context.turn_tiers, sparse=early)
+                               tiers=context.turn_tiers, sparse=early, facts=context.facts)
         pages = _candidate_pages(context, found)
         chosen, rows, considered = segment_stage(context, found, pages)
         items = page_stage(context, found, pages, chosen)

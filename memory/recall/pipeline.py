@@ -13,7 +13,7 @@ import functools
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -28,7 +28,8 @@ from memory.recall import long_term, rows
 from memory.recall.base import PAGE_FIELDS, Ranking, RecallContext, RecallPolicy, default_policy_name, get_policy
 
 # The parts of a recall, in the order they run, as Recall.timings_ms and the trace name them;
-# the policy's own parts (RecallPolicy.parts) come between PROFILE_PART and SIMILAR_PART. The
+# the policy's early part comes after PROFILE_PART, its rank part after SIMILAR_PART (ranking
+# reads the facts found there). The
 # query embedding runs beside the parts before it; its part is the wait for what they did not
 # hide (Recall.embedding_ms is the embedding's own time).
 STM_PART = "STM pages"
@@ -157,11 +158,12 @@ def gather(*, user, query: str, sona=None, exclude_page_id=None, now: datetime |
     if embedding is not None:
         qvec, embedding_ms = embedding.result()
         watch.lap(EMBED_PART)
-    ranking = chosen.rank(context, qvec, early)
-    watch.lap(chosen.rank_part)
     similar = long_term.similar_items(user=user, query_vector=qvec, kb_limit=params.top_kb_facts,
                                       trait_limit=params.top_agent_traits)
     stm = _stm_scored(stm_pages, qvec)
     watch.lap(SIMILAR_PART)
+    context = replace(context, facts=tuple(similar))
+    ranking = chosen.rank(context, qvec, early)
+    watch.lap(chosen.rank_part)
     return Gathered(policy=chosen, context=context, stm=stm, long_term=fixed + similar, ranking=ranking,
                     watch=watch, embedding_ms=embedding_ms)

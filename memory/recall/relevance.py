@@ -28,7 +28,6 @@ from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Tier
 from memory.recall import rows
 from memory.recall.turn_facts import TurnFact, turn_facts
-from persona.models import AgentTrait, KnowledgeFact
 
 # The project's parameters; a benchmark's ablation runs with some parts switched off.
 PARAMS = scoring.HybridParams()
@@ -117,10 +116,11 @@ def keyword_turns(*, user, query: str, tiers: Sequence[str] = (Tier.MTM,),
 
 
 def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tiers: Sequence[str] = (Tier.MTM,),
-                   sparse: dict[str, float] | None = None,
+                   sparse: dict[str, float] | None = None, facts: Sequence[RecalledItem] = (),
                    params: scoring.HybridParams | None = None) -> TurnRelevance:
     """Every candidate turn of the query with its parts and final score. `sparse` is the query's
-    keyword_turns when the caller has it already."""
+    keyword_turns when the caller has it already; `facts` the KB facts and agent traits nearest
+    the query (RecallContext.facts), whose source pages gain the long-term part."""
     params = params or PARAMS
     index = configured.vector_index()
     user_id = str(user.pk)
@@ -129,6 +129,7 @@ def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tier
              index.search(user_id=user_id, vector=query_vector, limit=params.candidates, **scope)}
     if sparse is None:
         sparse = keyword_turns(user=user, query=query, tiers=tiers, params=params)
+    learned = _long_term_pages(user, facts, params) if params.long_term_boost > 0 else {}
     facts = turn_facts().get(index, user_id=user_id, ids=list({**dense, **sparse}))
     window = question_window(query, now=now) or _anchored_window(user, query, tiers, params)
     if not facts:
@@ -148,26 +149,22 @@ def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tier
         hop, bridge = _second_hop(user, query, first, speakers, tiers, params)
     facts.update(turn_facts().get(index, user_id=user_id,
                                   ids=[key for key in {**feedback, **(hop or {})} if key not in facts]))
-    learned = _long_term_pages(user, query_vector, params) if params.long_term_boost > 0 else {}
     result = _score(facts, dense, sparse, feedback, hop, named, window, params, learned)
     result.bridge = bridge
     return result
 
 
-def _long_term_pages(user, query_vector: Sequence[float], params: scoring.HybridParams) -> dict[int, float]:
-    """Page seq -> the best cosine of a KB fact or agent trait near the query that was learned from it."""
-    index = configured.vector_index()
+def _long_term_pages(user, facts: Sequence[RecalledItem], params: scoring.HybridParams) -> dict[int, float]:
+    """Page seq -> the best cosine of a KB fact or agent trait near the query that was learned from
+    it: the best `long_term_facts` of each kind at `long_term_min_cosine` or more."""
     best: dict[str, float] = {}  # page id -> cosine
-    for kind, model in (("kb", KnowledgeFact), ("agent_trait", AgentTrait)):
-        hits = [hit for hit in index.search(user_id=str(user.pk), vector=query_vector, limit=params.long_term_facts,
-                                            kind=kind, fields=()) if hit.score >= params.long_term_min_cosine]
-        found = rows.by_pk(model, [hit.id for hit in hits], ("user", "source_page_ids", "repressed"))
-        for hit in hits:
-            row = found.get(hit.id)
-            if row is None or row.user_id != user.pk or row.repressed:
-                continue
-            for page_id in row.source_page_ids or ():
-                best[str(page_id)] = max(hit.score, best.get(str(page_id), 0.0))
+    for kind in ("kb_fact", "agent_trait"):
+        near = sorted((item for item in facts if item.kind == kind), key=lambda item: -item.score)
+        for item in near[:params.long_term_facts]:
+            if item.score < params.long_term_min_cosine:
+                break
+            for page_id in item.source_page_ids:
+                best[page_id] = max(item.score, best.get(page_id, 0.0))
     if not best:
         return {}
     pages = rows.by_pk(DialoguePage, list(best), ("user", "seq"))

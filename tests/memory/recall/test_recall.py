@@ -171,8 +171,9 @@ def test_recall_times_its_parts_and_the_trace_keeps_them(make_user, monkeypatch,
 
     parts = recall.timings_ms
     # both read the relevance core's keyword list while the query is embedded
+    # the facts are read before ranking: the relevance core lifts the turns they were learned from
     assert list(parts) == ["STM pages", "profile and traits", "keyword search", "embedding wait",
-                           get_policy(policy).rank_part, "facts and agent traits", "segment visits", "trace"]
+                           "facts and agent traits", get_policy(policy).rank_part, "segment visits", "trace"]
     assert parts["facts and agent traits"] >= 200
     assert all(ms < 200 for name, ms in parts.items() if name != "facts and agent traits")
     # the trace keeps every part but its own writing, and they add up to the latency it records

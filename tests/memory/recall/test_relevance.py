@@ -174,13 +174,21 @@ def test_a_fact_learned_from_a_page_lifts_that_page_s_turns_by_its_cosine(two_se
     cosine = sum(a * b for a, b in zip(query_vector, vector, strict=True))
     assert cosine >= HybridParams().long_term_min_cosine  # the fact counts for this question
 
-    found = relevance(two_sessions, query)
+    def with_facts():
+        from memory.recall.long_term import similar_items
+
+        return turn_relevance(user=two_sessions, query=query, query_vector=query_vector, now=ASKED_AT, tiers=BOTH,
+                              facts=similar_items(user=two_sessions, query_vector=query_vector))
+
+    found = with_facts()
     long_term = PART_NAMES.index("long_term")
     lifted = {slot: float(found.parts[i, long_term]) for slot, i in by_slot(found).items()}
     boost = HybridParams().long_term_boost * cosine
     assert lifted == pytest.approx({(1, 0): boost, (1, 1): boost, (2, 0): 0.0, (2, 1): 0.0}, abs=1e-3)
+    # without the facts (a caller that read none) nothing is lifted
+    assert not relevance(two_sessions, query).parts[:, long_term].any()
 
     # repressed, the fact lifts nothing
     KnowledgeFact.objects.filter(id=fact.id).update(repressed=True)
-    found = relevance(two_sessions, query)
+    found = with_facts()
     assert not found.parts[:, long_term].any()
