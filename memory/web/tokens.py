@@ -20,7 +20,8 @@ def tokens(request):
         try:
             if "revoke" in request.POST:
                 revoke = request.POST["revoke"]
-                if not revoke.isdigit():  # the page's own forms send a token's number
+                # the page's own forms send a token's number; isdigit() would take "²", which int() refuses
+                if not (revoke.isascii() and revoke.isdecimal()):
                     raise MemoryInputError("No such token.")
                 token_revoke(user=request.user, token_id=int(revoke))
             else:

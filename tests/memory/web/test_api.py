@@ -60,7 +60,7 @@ def test_the_settings_page_makes_and_revokes_tokens(client, make_user):
     assert client.post("/settings/tokens/", {"name": ""}).status_code == 400
 
 
-@pytest.mark.parametrize("ident", ["abc", "-1", "1e3", ""])
+@pytest.mark.parametrize("ident", ["abc", "-1", "1e3", "", "²", "١٢"])
 def test_revoking_a_token_by_a_malformed_id_is_refused_plainly(client, make_user, ident):
     client.force_login(make_user("ben"))
     response = client.post("/settings/tokens/", {"revoke": ident})
