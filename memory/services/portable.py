@@ -330,8 +330,10 @@ def _checked_row(model: type[models.Model], name: str, number: int, row: models.
     try:
         row.clean_fields(exclude=relations)
     except ValidationError as error:
-        problems = {field: [m for m in messages if m != "This field cannot be blank."]
-                    for field, messages in error.message_dict.items()}
+        # a blank text field is a value an archive may hold; matched by its code, not its (translated) words
+        problems = {field: [message for problem in problems for message in problem.messages
+                            if problem.code != "blank"]
+                    for field, problems in error.error_dict.items()}
         problems = {field: messages for field, messages in problems.items() if messages}
         if problems:
             field, messages = next(iter(problems.items()))
