@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 from django.core.exceptions import ValidationError
 from django.core.files.storage import storages
 from django.db import DatabaseError, models, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from memory.engine.content_ids import content_block, trait_evidence_object_id
@@ -366,20 +367,24 @@ def _import_rows(user, contents: _Contents, ids: dict[str, str], summary: Summar
                 previous[values["id"]] = values.pop("previous_id")
             if name == "page":
                 values["turns_indexed"] = False  # the utterance index is rebuilt after the commit
-                if isinstance(values.get("seq"), int) and not isinstance(values["seq"], bool):
-                    values["seq"] += seq_offset
-            rows.append(_checked_row(model, name, number, model(user=user, **values)))
+            row = _checked_row(model, name, number, model(user=user, **values))
+            if name == "page":  # after cleaning: a seq given as text ("3") is shifted as well
+                row.seq += seq_offset
+            rows.append(row)
         model.objects.bulk_create(rows)
         summary.records[name] = len(rows)
     for page_id, previous_id in previous.items():
         DialoguePage.objects.filter(user=user, pk=page_id).update(previous_id=previous_id)
     for data in plain["profile"][:1]:
         UserProfile.objects.update_or_create(user=user, defaults=_values(UserProfile, data))
-    for data in plain["state"][:1]:
-        state = UserMemoryState.objects.get(user=user)
-        state.next_seq = max(int(data.get("next_seq", 1)) + seq_offset, state.next_seq if seq_offset else 1, 1)
-        state.maintenance_due = state.maintenance_due or bool(seq_offset)  # two memories' tiers settle
-        state.save(update_fields=["next_seq", "maintenance_due"])
+    # The next page goes after every page now stored, whatever the archive's state record says (or
+    # whether it has one): a next_seq behind them would refuse the next turn on the unique seq.
+    state, _ = UserMemoryState.objects.get_or_create(user=user)
+    archived = next(iter(plain["state"]), {})
+    top = DialoguePage.objects.filter(user=user).aggregate(top=Max("seq"))["top"] or 0
+    state.next_seq = max(int(archived.get("next_seq", 1)) + seq_offset, state.next_seq if seq_offset else 1, top + 1)
+    state.maintenance_due = state.maintenance_due or bool(seq_offset)  # two memories' tiers settle
+    state.save(update_fields=["next_seq", "maintenance_due"])
 
 
 def _object_id(kind: str, object_id: str, ids: dict[str, str], traits: dict[str, str]) -> str:

@@ -178,3 +178,20 @@ def test_a_memory_with_something_in_it_is_added_to_only_when_asked(make_user, ar
     assert len({p.seq for p in pages}) == 3
     event = LifecycleEvent.objects.get(user=carol, kind=LifecycleEvent.Kind.MEMORY_IMPORTED)
     assert event.payload["into_existing"] is True and event.payload["source_user"] == "alice"
+
+
+def test_an_added_archive_without_its_state_record_still_leaves_room_for_the_next_turn(make_user, archive):
+    """With --into-existing the archive's pages are shifted after the user's own; the next page
+    number must follow them even when the archive carries no state record to say so."""
+    data, file_cid = archive
+
+    def no_state(root: dict, extra: list, cid: str) -> None:
+        root["records"]["state"] = []
+
+    carol = make_user("carol")
+    memory_add(user=carol, text="I grow tomatoes on my balcony.")
+    memory_import(user=carol, source=io.BytesIO(rebuilt(data, no_state, file_cid)), into_existing=True)
+    memory_add(user=carol, text="My cat is called Miso.")  # an IntegrityError on the page seq before
+    seqs = list(DialoguePage.objects.filter(user=carol).order_by("seq").values_list("seq", flat=True))
+    assert len(seqs) == len(set(seqs)) == 4
+    assert DialoguePage.objects.get(user=carol, seq=seqs[-1]).query == "My cat is called Miso."
