@@ -96,7 +96,8 @@ def run(options: dict, stdout) -> dict:
                     raise CommandError(f"the import failed ({name}): {type(exc).__name__}: {exc}; "
                                        "no rate is reported") from exc
                 timings[name].append(time.perf_counter() - started)
-                states.setdefault(name, end_state(user))
+                if name not in states:  # one snapshot a variant (setdefault read it on every repeat)
+                    states[name] = end_state(user)
     differing = sorted({f"{name}: {part}" for name in (TURN_BY_TURN, BATCHED) for part in states[BASELINE]
                         if states[name][part] != states[BASELINE][part]})
     if differing:

@@ -109,8 +109,6 @@ def _span(kind: str, match: re.Match, now: datetime) -> tuple[float, float] | No
     if kind == "month":
         year, month = int(groups["year"]), _month_index(groups["month"])
         return _month_start(year, month), _month_start(year, month + 1)
-    if kind == "month_any":
-        return 0.0, 0.0
     if kind == "year":
         year = int(groups["year"])
         return _month_start(year, 1), _month_start(year + 1, 1)
@@ -135,9 +133,9 @@ def question_window(text: str, *, now: datetime) -> Window | None:
     for kind, pattern in _PATTERNS:
         match = pattern.search(text)
         if match is not None:
-            span = _span(kind, match, now)
             if kind == "month_any":
                 return Window(start=0.0, end=0.0, words=match.group(0), month=_month_index(match.group("month")))
+            span = _span(kind, match, now)
             if span is not None:
                 return Window(start=span[0], end=span[1], words=match.group(0))
     return None

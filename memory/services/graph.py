@@ -49,10 +49,8 @@ def readdress_once() -> Iterator[None]:
         with transaction.atomic():
             yield
             marked = _marked.get()
-            while marked:  # re-addressing writes no new marks, but stay safe
-                _marked.set({})
+            if marked:  # re-addressing marks nothing new: one pass
                 _readdress(marked)
-                marked = _marked.get()
     finally:
         _marked.reset(token)
 
@@ -254,12 +252,7 @@ def row_nodes_add(*, user_id: int, kind: str, rows: list) -> list[MemoryNode]:
         data, timestamp = row_content(kind, row)
         cid, block = content_block(kind=kind, data=data, timestamp=timestamp, dependencies={})
         made.append(MemoryNode(user_id=user_id, kind=kind, object_id=str(row.pk), cid=cid, block=block))
-    nodes = MemoryNode.objects.bulk_create(made)
-    if any(node.pk is None for node in nodes):  # a backend that returns no ids on bulk insert
-        by_object = dict(MemoryNode.objects.filter(user_id=user_id, kind=kind, object_id__in=[
-            n.object_id for n in nodes]).values_list("object_id", "pk"))
-        for node in nodes:
-            node.pk = by_object[node.object_id]
+    nodes = MemoryNode.objects.bulk_create(made)  # SQLite and PostgreSQL return the new ids
     for node in nodes:
         _mark(node, "")
     return nodes
