@@ -32,7 +32,6 @@ from datetime import datetime
 from typing import Any, BinaryIO
 
 from django.core.exceptions import ValidationError
-from django.core.files.storage import storages
 from django.db import DatabaseError, models, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -56,8 +55,7 @@ from memory.models import (
 )
 from memory.services.common import MemoryInputError, lock_user_state
 from memory.services.events import event_record
-from memory.services.files import STORAGE as FILES_STORAGE
-from memory.services.files import blob_path, blob_put, blob_read, blobs_release
+from memory.services.files import blob_put, blob_read, blobs_release
 from memory.services.memoria import fulltext_page_put
 from memory.services.pages import page_row_text
 from memory.services.reindex import reindex_user
@@ -442,14 +440,8 @@ def _import_annotations(user, contents: _Contents, nodes: list[MemoryNode], ids:
         fulltext_page_put(page=page, text=page_row_text(page))
 
 
-def _blobs_put(contents: _Contents, blocks: dict) -> list[str]:
-    """The files' bytes, put last (after every row is written); the ones this import added."""
-    storage, added = storages[FILES_STORAGE], []
-    for content_cid in dict.fromkeys(data["content_cid"] for data in contents.records["file"]):
-        if not storage.exists(blob_path(content_cid)):
-            added.append(content_cid)
-        blob_put(content_cid, blocks[content_cid])
-    return added
+def _file_cids(contents: _Contents) -> list[str]:
+    return list(dict.fromkeys(data["content_cid"] for data in contents.records["file"]))
 
 
 def memory_import(*, user, source: BinaryIO, into_existing: bool = False) -> Summary:
@@ -461,7 +453,6 @@ def memory_import(*, user, source: BinaryIO, into_existing: bool = False) -> Sum
     root, blocks, decoded, root_cid = _read(source)
     contents = _contents(root, blocks, decoded)
     summary = Summary(user=user.get_username(), blocks=len(blocks), root=root_cid)
-    added: list[str] = []
     try:
         with transaction.atomic():
             state = lock_user_state(user.pk)
@@ -483,9 +474,11 @@ def memory_import(*, user, source: BinaryIO, into_existing: bool = False) -> Sum
                          exported_at=str(root.get("exported_at", ""))[:40], into_existing=existing,
                          records={name: count for name, count in summary.records.items() if count},
                          nodes=summary.nodes)
-            added = _blobs_put(contents, blocks)
+            for content_cid in _file_cids(contents):  # the bytes last, after every row is written
+                blob_put(content_cid, blocks[content_cid])
             transaction.on_commit(lambda: reindex_user(user_id=user.pk))
     except BaseException:
-        blobs_release(added)  # bytes this import put that no row names: a refused import leaves nothing
+        # A refused import leaves no bytes behind: blobs_release keeps those another row still names.
+        blobs_release(_file_cids(contents))
         raise
     return summary
