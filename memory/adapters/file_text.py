@@ -137,10 +137,10 @@ def file_text(data: bytes, *, declared_type: str = "", max_chars: int, max_pixel
     A PDF's reading is told to `on_page`: (pages, None) once it is open, (pages, text) for each page read."""
     if not data:
         raise FileTypeError("The file is empty.")
-    if data.startswith(b"%PDF-"):
+    kind = media_type_of(data)  # the one reading of the bytes' type (file_reader routes by it too)
+    if kind == PDF:
         return _pdf_text(data, max_chars, on_page)
-    image_type = _image_type(data)
-    if image_type is not None:
-        return _image(data, image_type, max_pixels)
+    if kind is not None:
+        return _image(data, kind, max_pixels)
     declared = (declared_type or "").split(";")[0].strip().lower()
     return _plain_text(data, declared, max_chars)
