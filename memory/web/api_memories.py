@@ -17,6 +17,7 @@ from memory.services.editing import memory_correct, memory_pin, memory_repress
 from memory.services.recall import recall_for_query
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of
+from memory.web.api_sonas import sona_or_404
 from memory.web.pagination import Pages, Projected
 from memory.web.schemas import (
     BlastRadiusOut,
@@ -142,11 +143,8 @@ def recall(request, payload: RecallIn, user: str | None = None):
 
 
 def _recall(user, payload: RecallIn) -> dict[str, Any]:
-    sona = None
-    if payload.sona:  # a recall changes nothing (unless asked to warm memories): no persona is made for it
-        sona = selectors.sona_named(user=user, name=payload.sona)
-        if sona is None:
-            raise ApiError(404, "not_found", f"Unknown persona {payload.sona.strip()!r}.")
+    # a recall changes nothing (unless asked to warm memories): no persona is made for it
+    sona = sona_or_404(user, payload.sona) if payload.sona else None
     try:
         found = recall_for_query(user=user, query=payload.query, sona=sona, policy=payload.policy,
                                  update_heat=payload.update_heat, record_trace=payload.record_trace,

@@ -24,10 +24,11 @@ def sona_out(sona, memories: int) -> dict[str, Any]:
             "is_default": sona.is_default, "memories": memories, "created_at": sona.created_at}
 
 
-def _named(user, name: str):
+def sona_or_404(user, name: str):
+    """The user's persona by name; a 404 for a name they have none of (a lookup never makes one)."""
     sona = selectors.sona_named(user=user, name=name)
     if sona is None:
-        raise ApiError(404, "not_found", f"No persona named {name!r} here.")
+        raise ApiError(404, "not_found", f"Unknown persona {name.strip()!r}.")
     return sona
 
 
@@ -50,7 +51,7 @@ def create_sona(request, payload: SonaIn, user: str | None = None):
 def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = None):
     """Rename a persona; its memories stay with it, and its name is embedded again."""
     caller = caller_of(request, user)
-    sona = sona_rename(user=caller.user, sona=_named(caller.user, name), name=payload.name)
+    sona = sona_rename(user=caller.user, sona=sona_or_404(caller.user, name), name=payload.name)
     return sona_out(sona, selectors.sona_memberships(user=caller.user, sona=sona).count())
 
 
@@ -59,7 +60,7 @@ def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = No
 def sona_memories(request, name: str, user: str | None = None):
     """The memories that belong to a persona, newest first, with how each joined it."""
     caller = caller_of(request, user)
-    rows = selectors.sona_memberships(user=caller.user, sona=_named(caller.user, name))
+    rows = selectors.sona_memberships(user=caller.user, sona=sona_or_404(caller.user, name))
     return Projected(rows, convert_page=lambda page: _memories_out(caller.user, page))
 
 
