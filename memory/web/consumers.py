@@ -168,7 +168,7 @@ async def _pump(user_id: int, turn_id: str, queue: asyncio.Queue) -> None:
 def _turn_prepare(*, user_id: int, sona_id: str | None, message: str, files: list[str]) -> PreparedTurn:
     """The turn up to its reply, on a turn worker: the message stored, the prompt assembled."""
     user = get_user_model().objects.get(pk=user_id)  # fresh: the profile may have changed
-    sona = (sona_for_user(user=user, sona_id=sona_id) if sona_id else None) or sona_get_or_create(user=user)
+    sona = sona_for_user(user=user, sona_id=sona_id) if sona_id else None  # turn_prepare takes the default
     return turn_prepare(user=user, message=message, sona=sona, files=files)
 
 
