@@ -328,6 +328,17 @@ def _drop_server_collection() -> None:
         client.delete_collection(index.collection)
 
 
+def readdress_per_write():
+    """The write path as it was before graph.readdress_once: the graph re-addressed on every write
+    (the baseline of bench ingest and bench scale's write sample)."""
+    from contextlib import nullcontext
+    from unittest import mock
+
+    from memory.services import graph
+
+    return mock.patch.object(graph, "readdress_once", nullcontext)
+
+
 def timed_ms(call: Callable[[], Any]) -> tuple[float, Any]:
     """(milliseconds, result) of one call."""
     started = time.perf_counter()

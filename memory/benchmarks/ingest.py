@@ -21,7 +21,6 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from django.core.management.base import CommandError
 
@@ -71,14 +70,13 @@ def end_state(user) -> dict[str, Any]:
 
 def run(options: dict, stdout) -> dict:
     from memory.adapters import configured
-    from memory.services import graph
     from memory.services.importing import conversation_import
 
     show = not options.get("no_progress")
     conversations = load_conversations(options["file"])
     conversation = truncated(conversations[options["sample"]], options["turns"])
     configured.embedder().embed(["warm up"])
-    variants_on = {BASELINE: lambda: mock.patch.object(graph, "readdress_once", nullcontext),
+    variants_on = {BASELINE: common.readdress_per_write,
                    TURN_BY_TURN: nullcontext, BATCHED: nullcontext}
     timings: dict[str, list[float]] = {name: [] for name in variants_on}
     states: dict[str, dict] = {}

@@ -534,7 +534,7 @@ def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, A
     Any error stops the benchmark: a rate over failed writes is no rate."""
     gen = TextGenerator(seed + 99)
     messages = [gen.page(TOPIC_NAMES[n % len(TOPIC_NAMES)]) for n in range(2 * count)]
-    variants = {BEFORE_WRITE: lambda: mock.patch.object(graph, "readdress_once", nullcontext), WRITE: nullcontext}
+    variants = {BEFORE_WRITE: common.readdress_per_write, WRITE: nullcontext}
     timings: dict[str, list[float]] = {name: [] for name in variants}
     for n, message in enumerate(common.progress_iter(messages, "write path", show)):
         name = list(variants)[n % 2]
