@@ -680,7 +680,7 @@ def render_stage_table(runs: list[dict]) -> str:
     """One row per size, index and policy; a column per part, "p50 / p95"; the early search (the
     hybrid policy's BM25 list) and the mid-term part are the policy's own (RecallPolicy.parts)."""
     columns = {STM_PART: "STM", PROFILE_PART: "profile, traits", "early": "BM25 (early search)",
-               EMBED_PART: "embedding wait", "mid-term": "mid-term", SIMILAR_PART: "facts, agent traits",
+               EMBED_PART: "embedding wait", SIMILAR_PART: "facts, agent traits", "mid-term": "mid-term",
                VISITS_PART: "visits", TRACE_PART: "trace"}
     rows = []
     for r in runs:

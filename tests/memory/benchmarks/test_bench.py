@@ -103,7 +103,7 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
             # the parts the traced recalls timed themselves, in the order they ran
             keywords = [get_policy(policy).early_part] if get_policy(policy).early_part else []
             assert list(timing["parts"]) == ["STM pages", "profile and traits", *keywords, "embedding wait",
-                                             get_policy(policy).rank_part, "facts and agent traits",
+                                             "facts and agent traits", get_policy(policy).rank_part,
                                              "segment visits", "trace"]
             assert all(part["n"] == 4 and part["p50"] > 0 for part in timing["parts"].values())
             assert timing["embedding"]["n"] == 4 and timing["embedding"]["p50"] > 0
