@@ -119,21 +119,28 @@ def test_weights_through_both_policies_match_hand_computed_values(make_user, mem
     assert relevance * (1 - recency) + recency > 0.9 * relevance > 10 * relevance * recency
 
 
-@pytest.mark.slow
-def test_without_decay_the_weights_lose_exactly_the_recency_term(make_user, memory_env, monkeypatch):
-    from memory.recall import exocortex as policy_module
-
+@pytest.fixture
+def cat_case(make_user, memory_env):
+    """The cat store, asked CAT_QUERY now: (weights(policy): ref -> breakdown and score of each
+    recalled utterance, the hand-computed (relevance, recency) by ref)."""
     tune(memory_env, STM_CAPACITY=1)
     user = make_user()
     now = timezone.now()
     pages, qvec = cat_store(user, now)
-    expected = expected_terms(user, pages, qvec, now)
 
     def weights(policy: str) -> dict[str, dict]:
         recall = recall_for_query(user=user, query=CAT_QUERY, query_vector=qvec, policy=policy, now=now,
                                   update_heat=False, record_trace=False)
         return {i.ref: {**i.breakdown, "score": i.score} for i in recall.items if i.kind == "turn"}
 
+    return weights, expected_terms(user, pages, qvec, now)
+
+
+@pytest.mark.slow
+def test_without_decay_the_weights_lose_exactly_the_recency_term(cat_case, monkeypatch):
+    from memory.recall import exocortex as policy_module
+
+    weights, expected = cat_case
     with_decay = weights("exocortex")
     monkeypatch.setattr(policy_module, "DECAY", False)
     without = weights("exocortex")
@@ -152,20 +159,14 @@ def test_without_decay_the_weights_lose_exactly_the_recency_term(make_user, memo
 
 
 @pytest.mark.slow
-def test_without_decay_generative_agents_rank_by_relevance_alone(make_user, memory_env, monkeypatch):
+def test_without_decay_generative_agents_rank_by_relevance_alone(cat_case, monkeypatch):
     from memory.recall import exocortex as policy_module
 
-    tune(memory_env, STM_CAPACITY=1)
-    user = make_user()
-    now = timezone.now()
-    pages, qvec = cat_store(user, now)
-    expected = expected_terms(user, pages, qvec, now)
+    weights, expected = cat_case
     monkeypatch.setattr(policy_module, "DECAY", False)
-    recall = recall_for_query(user=user, query=CAT_QUERY, query_vector=qvec, policy="generative_agents", now=now,
-                              update_heat=False, record_trace=False)
-    items = [i for i in recall.items if i.kind == "turn"]
-    assert {i.ref: i.score for i in items} == pytest.approx({key: rel for key, (rel, _) in expected.items()},
-                                                            abs=1e-4)
+    # recency 1, the product's neutral value: relevance · type weight
+    assert {ref: entry["score"] for ref, entry in weights("generative_agents").items()} == pytest.approx(
+        {key: rel for key, (rel, _) in expected.items()}, abs=1e-4)
 
 
 def test_decay_settings_are_validated_and_bad_input_changes_nothing(make_user):
