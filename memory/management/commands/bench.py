@@ -1,4 +1,4 @@
-"""`manage.py bench {retrieval,scale,qa,answer,ws,embed,inspector,memoria,files} [...]`: the benchmarks
+"""`manage.py bench {retrieval,scale,qa,answer,ws,embed,inspector,memoria,files,supersession} [...]`: the benchmarks
 (tables or --json).
 
 Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
@@ -28,6 +28,7 @@ BENCHMARKS = {
     "inspector": "the memory inspector's pages and figures at 10,000 pages, and replay steps",
     "memoria": "Memoria's pure core: CIDs, block verification, CAR archives, rank and budgeted expansion",
     "files": "files attached to turns: reading text, PDF and images, and a turn carrying one against a turn without",
+    "supersession": "offline contradiction detection on hand-written scenarios: confusion table, precision, recall",
 }
 
 

@@ -1,0 +1,91 @@
+"""`manage.py bench supersession`: the offline contradiction detector on hand-written scenarios.
+
+Each scenario holds a user's current long-term memories, a new statement and which memory (if any)
+the statement supersedes. Two sets ship in memory/benchmarks/data: `tune` (written first, and the
+detector was tuned on it) and `held_out` (written afterwards; its first run is in BENCHMARKS.md).
+A detection counts as right when it names the expected memory, as a supersession or as a review;
+naming another memory is both a false positive and a false negative. Pure: no database.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import CommandError
+
+from memory.benchmarks import common
+from memory.engine.supersession import Decision, Memory, supersession_decide
+
+DATA = Path(__file__).resolve().parent / "data"
+SETS = ("tune", "held_out")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--data", type=Path, action="append",
+                        help="a scenario file (repeatable); default: the tune and held-out sets")
+    parser.add_argument("--show-errors", action="store_true", help="list the scenarios it got wrong")
+
+
+def load_scenarios(path: Path) -> list[dict[str, Any]]:
+    try:
+        scenarios = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"Cannot read scenarios from {path}: {exc}") from None
+    for scenario in scenarios:
+        missing = {"id", "current", "statement", "expect"} - set(scenario)
+        if missing:
+            raise CommandError(f"Scenario {scenario.get('id', '?')} in {path} lacks {sorted(missing)}.")
+    return scenarios
+
+
+def score(scenarios: list[dict[str, Any]]) -> dict[str, Any]:
+    """The confusion counts, precision and recall, and the scenarios it got wrong."""
+    counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "supersede": 0, "review": 0}
+    errors = []
+    for scenario in scenarios:
+        memories = [Memory(id=str(i), text=text) for i, text in enumerate(scenario["current"])]
+        verdict = supersession_decide(scenario["statement"], memories)
+        got = None if verdict.decision is Decision.NONE else int(verdict.old_id or 0)
+        expected = scenario["expect"]
+        if expected is not None and got == expected:
+            counts["tp"] += 1
+            counts[verdict.decision.value] += 1
+        elif expected is None and got is None:
+            counts["tn"] += 1
+        else:
+            counts["fp"] += got is not None
+            counts["fn"] += expected is not None
+            errors.append({"id": scenario["id"], "expected": expected, "got": got,
+                           "decision": verdict.decision.value, "reason": verdict.reason})
+    predicted, actual = counts["tp"] + counts["fp"], counts["tp"] + counts["fn"]
+    return {**counts, "scenarios": len(scenarios), "contradictions": actual,
+            "precision": round(counts["tp"] / predicted, 3) if predicted else float("nan"),
+            "recall": round(counts["tp"] / actual, 3) if actual else float("nan"), "errors": errors}
+
+
+def run(options: dict[str, Any], stdout) -> dict[str, Any]:
+    paths = options.get("data") or [DATA / f"supersession_{name}.json" for name in SETS]
+    sets = {path.stem.removeprefix("supersession_"): load_scenarios(path) for path in paths}
+    result = {name: score(scenarios) for name, scenarios in sets.items()}
+    if len(sets) > 1:
+        result["all"] = score([s for scenarios in sets.values() for s in scenarios])
+    return {"sets": result, "show_errors": bool(options.get("show_errors")), "date": common.today()}
+
+
+def render(result: dict[str, Any]) -> str:
+    sets = result["sets"]
+    table = common.render_table(
+        ["set", "scenarios", "contradictions", "TP (supersede/review)", "FP", "FN", "TN", "precision", "recall"],
+        [[name, r["scenarios"], r["contradictions"], f"{r['tp']} ({r['supersede']}/{r['review']})", r["fp"],
+          r["fn"], r["tn"], r["precision"], r["recall"]] for name, r in sets.items()],
+        title=f"Offline supersession detection ({result['date']})")
+    parts = [table]
+    if result["show_errors"]:
+        for name, r in sets.items():
+            if name == "all":
+                continue
+            parts += [f"{name}: {e['id']} expected {e['expected']}, got {e['got']} ({e['decision']}: {e['reason']})"
+                      for e in r["errors"]]
+    return "\n".join(parts) + "\n"
