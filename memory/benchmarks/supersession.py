@@ -1,8 +1,9 @@
 """`manage.py bench supersession`: the offline contradiction detector on hand-written scenarios.
 
 Each scenario holds a user's current long-term memories, a new statement and which memory (if any)
-the statement supersedes. Two sets ship in memory/benchmarks/data: `tune` (written first, and the
-detector was tuned on it) and `held_out` (written afterwards; its first run is in BENCHMARKS.md).
+the statement supersedes. Three sets ship in memory/benchmarks/data, written one after the other:
+`tune` (the detector was tuned on it), then `held_out` and `fresh`, each first run untuned (those
+first runs are in BENCHMARKS.md) and then tuned on too.
 A detection counts as right when it names the expected memory, as a supersession or as a review;
 naming another memory is both a false positive and a false negative. Pure: no database.
 """
@@ -19,12 +20,12 @@ from memory.benchmarks import common
 from memory.engine.supersession import Decision, Memory, supersession_decide
 
 DATA = Path(__file__).resolve().parent / "data"
-SETS = ("tune", "held_out")
+SETS = ("tune", "held_out", "fresh")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--data", type=Path, action="append",
-                        help="a scenario file (repeatable); default: the tune and held-out sets")
+                        help="a scenario file (repeatable); default: the tune, held-out and fresh sets")
     parser.add_argument("--show-errors", action="store_true", help="list the scenarios it got wrong")
 
 

@@ -108,8 +108,8 @@ _PAST = re.compile(r"\b(?:used to|grew up|was born|back when|years ago|as a kid|
                    r"before (?:that|we|i))\b", re.I)
 _NEGATION = re.compile(r"\b(?:don't|do not|doesn't|does not|didn't|never|not|no longer|isn't|aren't|"
                        r"won't|can't|cannot)\b", re.I)
-_SUBJECT_WORDS = re.compile(r"\b(I|I'm|I've|we|we're|we've|us|me|he|she|they|it|my\s+(?:\w+\s+)?\w+|"
-                            r"our\s+(?:\w+\s+)?\w+|[A-Z][a-z]+)\b")
+_SUBJECT_WORDS = re.compile(r"\b(I|I'm|I've|[Ww]e|[Ww]e're|[Ww]e've|us|me|[Hh]e|[Ss]he|[Tt]hey|it|"
+                            r"[Mm]y\s+(?:\w+\s+)?\w+|[Oo]ur\s+(?:\w+\s+)?\w+|[A-Z][a-z]+)\b")
 _FILLERS = frozenset("just finally recently also now actually really so well oh yeah and then anyway guess what "
                      "officially since last this month week year ago already still".split())
 _RELATIONS = frozenset("""
@@ -121,9 +121,11 @@ _VALUE_STOP = re.compile(
     r"\s+(?:now|anymore|any more|these days|nowadays|since|for|with|because|after|before|when|while|"
     r"last|this|next|in (?:january|february|march|april|may|june|july|august|september|october|"
     r"november|december|spring|summer|autumn|fall|winter|the spring|the summer|the autumn|the fall|"
-    r"the winter)|and|but|which|where|who|instead|full[- ]time|part[- ]time|again|too|already|"
+    r"the winter)|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|and|but|which|where|who|"
+    r"instead|again|too|already|"
     r"a (?:few|couple)|from|to|ago|so|as|at the moment|right now|lately|recently)\b.*$", re.I)
-_ARTICLES = re.compile(r"^(?:the|a|an|my|our|their|his|her|some|this|that|new|old|little|local)\s+", re.I)
+_ARTICLES = re.compile(r"^(?:the|a|an|my|our|their|his|her|some|this|that|new|old|little|local|"
+                       r"full[- ]time|part[- ]time)\s+", re.I)
 
 
 def _value(text: str, *, max_words: int = 5) -> str:
@@ -140,7 +142,8 @@ def _subject(head: str) -> str | None:
     """Whose claim, from the words before its verb: the speaker, a relation, or someone else (None)."""
     words = [w for w in head.strip(" ,").split() if w.lower().strip(",") not in _FILLERS]
     head = " ".join(words)
-    if re.search(r"\b(?:my|our)$", head, re.I):  # "my girlfriend", "our dog": the speaker's own
+    # "my girlfriend", "our new address": the speaker's own
+    if re.search(r"\b(?:my|our)(?:\s+(?:new|old|current|first|own|lovely))?$", head, re.I):
         return SELF
     if not head or re.search(r"\band (?:I|me)$", head) or re.fullmatch(r"(?:I|I'm|I've|we|we're|we've)", head):
         return SELF
@@ -149,6 +152,10 @@ def _subject(head: str) -> str | None:
         return SELF
     last = found[-1].group(1)
     lower = last.lower()
+    if found[-1].start() == 0 and len(found) == 1 and lower.endswith(("ed", "ing")):
+        return SELF  # "Started working at ...": the subject is left out, as chat does
+    if lower.endswith("'s") or head.endswith("'s"):
+        return lower.removesuffix("'s").split()[-1] if lower.startswith(("my ", "our ")) else None
     if lower in {"i", "i'm", "i've", "we", "we're", "we've"}:
         return SELF
     if lower.startswith(("my ", "our ")):
@@ -164,9 +171,12 @@ _RESIDENCE = (
                r"from\s+(?P<old>[A-Z][\w' .-]*?)\s+(?:to|into)\s+" + _PLACE, re.I),
     re.compile(_SUBJ + r"(?:moved|move|moving|relocated|relocating)\s+(?:all the way\s+|back\s+|over\s+)?"
                r"(?:to|into)\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:live|lives|living|lived|reside|resides|residing)\s+(?:in|near)\s+" + _PLACE, re.I),
+    re.compile(_SUBJ + r"(?:live|lives|living|lived|reside|resides|residing)\s+(?:with\s+(?:[\w']+\s+){1,3}?)?"
+               r"(?:in|near)\s+" + _PLACE, re.I),
     re.compile(_SUBJ + r"(?:am|'m|are|'re|is|'s)?\s*(?:based|settled|living)\s+in\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:home|house|flat|apartment|place)\s+is\s+(?:now\s+)?in\s+" + _PLACE, re.I),
+    re.compile(_SUBJ + r"(?:home|house|flat|apartment|place|address)\s+is\s+(?:now\s+)?in\s+" + _PLACE, re.I),
+    re.compile(_SUBJ + r"(?:moved|moving)\b.*?\binto\s+(?:an?\s+|the\s+|our\s+|my\s+)?(?:new\s+)?"
+               r"(?:flat|house|place|apartment|home|condo)\s+in\s+" + _PLACE, re.I),
     re.compile(_SUBJ + r"grew up in\s+" + _PLACE, re.I),
 )
 _RESIDENCE_LEFT = re.compile(_SUBJ + r"(?:moved|moving)\s+(?:away\s+)?(?:from|out of)\s+" + _PLACE, re.I)
@@ -196,13 +206,15 @@ _OCCUPATION = (
     re.compile(_SUBJ + r"(?:work|works|working|worked)\s+as\s+(?:an?\s+)?" + _PLACE, re.I),
     re.compile(_SUBJ + r"(?:job|career)\s+as\s+(?:an?\s+)?" + _PLACE, re.I),
     re.compile(_SUBJ + r"(?:became|become|becoming|trained as|retrained as|qualified as)\s+(?:an?\s+)?" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:am|'m|is|are)\s+(?:now\s+|officially\s+)?(?:an?\s+)(?P<value>\w+(?:\s+\w+)?)", re.I),
+    re.compile(_SUBJ + r"(?:am|'m|is|are)\s+(?:now\s+|officially\s+)?(?:an?\s+)(?P<value>[\w-]+(?:\s+\w+)?)", re.I),
     re.compile(_SUBJ + r"(?:am|'m|is)\s+(?:now\s+|officially\s+)?(?P<value>retired)\b", re.I),
 )
 _PARTNER_WORDS = r"(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee|fiancé|fiancée|spouse)"
 _NAME = r"(?P<value>[A-Z][a-z]+)"
 _PARTNER = (
     re.compile(_SUBJ + r"\b" + _PARTNER_WORDS + r"(?:'s name)?\s*(?:,\s*|\s+is\s+(?:called\s+|named\s+)?|\s+)"
+               + _NAME),
+    re.compile(_SUBJ + r"(?:seeing|dating|met)\s+someone(?:\s+new)?\b.{0,20}?\b(?:her|his|their)\s+name\s+is\s+"
                + _NAME),
     re.compile(_SUBJ + r"(?:dating|going out with|married to|engaged to|in a relationship with|together with|"
                r"seeing someone called|proposed to|marrying|moved in with)\s+" + _NAME),
@@ -217,7 +229,7 @@ _PET_WORDS = (r"(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|tu
 _PET_HAS = (
     re.compile(_SUBJ + r"(?:have|has|got|adopted|own|owns)\s+(?:an?\s+)?(?:\w+\s+)?(?P<species>" + _PET_WORDS
                + r")\s+(?:named|called)\s+" + _NAME, re.I),
-    re.compile(_SUBJ + r"\b(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|turtle|horse|snake)"
+    re.compile(_SUBJ + r"\b(?P<species>dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|turtle|horse|snake)"
                r"(?:'s name is|,|\s+is\s+called|\s+named|\s+called|)\s+" + _NAME),
 )
 _PET_GONE = (
@@ -232,11 +244,14 @@ _DIETS = {"vegetarian": "vegetarian", "veggie": "vegetarian", "vegan": "vegan", 
           "pescetarian": "pescatarian", "keto": "keto", "gluten-free": "gluten-free", "carnivore": "carnivore"}
 _DIET = (
     re.compile(_SUBJ + r"(?:am|'m|is|are|'re|went|gone|going|turned|became|become|been|eat|eats|eating)\s+"
-               r"(?:now\s+|fully\s+|completely\s+|strictly\s+|officially\s+|a\s+|an\s+)*"
+               r"(?:not\s+|no longer\s+)?(?:now\s+|fully\s+|completely\s+|strictly\s+|officially\s+|a\s+|an\s+)*"
                r"(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free|carnivore)\b", re.I),
 )
 _DIET_MEAT_OFF = re.compile(_SUBJ + r"(?:stopped|quit|gave up|cut out|don't|do not|no longer|never)\s+"
                             r"(?:eating\s+|eat\s+)?(?:meat|animal products)\b", re.I)
+_DIET_GIVEN_UP = re.compile(_SUBJ + r"(?:given up|gave up|quit|stopped|dropped|ditched|abandoned)\s+(?:being\s+)?"
+                            r"(?:an?\s+)?(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free)\b",
+                            re.I)
 _DIET_MEAT_ON = re.compile(_SUBJ + r"(?:eat|eats|eating|started eating|back to eating)\s+meat\b", re.I)
 _LIKE = r"(?:love|loves|loved|like|likes|liked|enjoy|enjoys|enjoyed|adore|adores|am into|'m into|is into|" \
         r"am a fan of|'m a fan of|is a fan of|am obsessed with|'m obsessed with|is obsessed with|" \
@@ -308,7 +323,7 @@ def _residence(clause: str) -> list[Claim | None]:
         value = _value(match.group("value"))
         if index == 0:
             return [_claim(clause, match, "residence", value=value, ended=_value(match.group("old")))]
-        past = True if index == 5 or re.search(r"\blived\b", match.group(0)) else None
+        past = True if index == 6 or re.search(r"\blived\b", match.group(0)) else None
         if re.search(r"\blive[sd]?\s+at\b|\bliving\s+at\b", match.group(0), re.I):
             continue
         claims.append(_claim(clause, match, "residence", value=value, past=past))
@@ -397,9 +412,10 @@ def _pet(clause: str) -> list[Claim | None]:
             if name and name in {"i", "we", "my", "our", "he", "she", "it", "they"}:
                 continue
             head = match.group("head") or ""
-            if _blocked(clause, head):
+            subject = _subject(head)
+            if _blocked(clause, head) or subject is None:
                 return []
-            return [Claim(subject=SELF, slot="pet", key=name or species, value="gone", change=True, clause=clause)]
+            return [Claim(subject=subject, slot="pet", key=name or species, value="gone", change=True, clause=clause)]
     for pattern in _PET_HAS:
         match = pattern.search(clause)
         if match and not _negated(match.group("head")):
@@ -414,6 +430,9 @@ def _diet(clause: str) -> list[Claim | None]:
     if off:
         claim = _claim(clause, off, "diet", value="vegetarian")
         return [claim and Claim(**{**claim.__dict__, "change": claim.change or "stopped" in off.group(0)})]
+    given_up = _DIET_GIVEN_UP.search(clause)
+    if given_up:
+        return [_claim(clause, given_up, "diet", value="", ended=_DIETS[given_up.group("value").lower()])]
     on = _DIET_MEAT_ON.search(clause)
     if on and not _negated(on.group("head")):
         return [_claim(clause, on, "diet", value="omnivore")]
