@@ -346,6 +346,9 @@ class LifecycleEvent(models.Model):
         RECOLLECTED = "recollected", "recollection stored (Exocortex)"
         FILE_ATTACHED = "file_attached", "a file attached to a turn"
         MEMORY_IMPORTED = "memory_imported", "memory imported from an archive"
+        FACT_SUPERSEDED = "fact_superseded", "KB fact superseded by a newer one"
+        SUPERSESSION_OPENED = "supersession_opened", "possible change of a fact waiting for review"
+        SUPERSESSION_REJECTED = "supersession_rejected", "an operator kept both facts current"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_events")
     kind = models.CharField(max_length=32, choices=Kind.choices)

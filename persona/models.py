@@ -44,6 +44,11 @@ class LongTermEntry(models.Model):
     pinned = models.BooleanField(default=False)
     repressed = models.BooleanField(default=False)
     version = models.PositiveIntegerField(default=1)
+    # Validity: when it became true (its statement's time) and, once a newer memory superseded it,
+    # when it stopped and which memory took its place. A superseded entry is kept: history is memory.
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.UUIDField(null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -98,3 +103,36 @@ class AgentTrait(LongTermEntry):
 
     class Meta(LongTermEntry.Meta):
         constraints = [models.UniqueConstraint(fields=["user", "normalised"], name="uniq_agent_trait_per_user")]
+
+
+class Supersession(models.Model):
+    """A newer KB fact that ends an older one: decided at once by the detector, or waiting for an
+    operator's review. Both facts are kept whatever the decision."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "waiting for review"
+        SUPERSEDED = "superseded", "superseded (decided by the detector)"
+        ACCEPTED = "accepted", "accepted by an operator"
+        REJECTED = "rejected", "rejected by an operator (both stay current)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="supersessions")
+    old_fact = models.ForeignKey(KnowledgeFact, on_delete=models.CASCADE, related_name="superseded_in")
+    new_fact = models.ForeignKey(KnowledgeFact, on_delete=models.CASCADE, related_name="supersedes_in")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    slot = models.CharField(max_length=32, blank=True, default="")
+    confidence = models.FloatField(default=0.0)
+    reason = models.TextField(blank=True, default="")
+    decided_by = models.CharField(max_length=150, blank=True, default="")  # "detector", "model" or a username
+    # The memory's time (the new statement's) beside when the row was written and decided.
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["old_fact", "new_fact"], name="uniq_supersession_pair")]
+        indexes = [models.Index(fields=["user", "status"])]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.new_fact_id} supersedes {self.old_fact_id} ({self.status})"

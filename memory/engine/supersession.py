@@ -525,6 +525,8 @@ def _clash(new: Claim, old: Claim) -> str:
     if old.past:
         return ""
     if new.ended and (new.ended == "*" or same_value(new.ended, old.value)):
+        if new.value and not same_value(new.value, old.value):
+            return f"{old.value!r} became {new.value!r}"
         return f"says {old.value!r} is over"
     if new.past:
         if new.slot == "preference" and new.value == old.value:
@@ -593,3 +595,64 @@ def supersession_decide(statement: str, current: Sequence[Memory], *,
     """The most confident candidate, or NO_VERDICT."""
     found = supersession_candidates(statement, current, params=params)
     return found[0] if found else NO_VERDICT
+
+
+def statement_of(fact: str, utterance: str) -> str:
+    """The sentences of the utterance a fact was drawn from: change words ("now", "anymore") that
+    the fact's short form dropped are there. The fact itself when no sentence shares its words."""
+    fact_words = _words(fact) - _words("user they their them and others is has")
+    chosen = [s for s in split_sentences(utterance)
+              if fact_words and len(fact_words & _words(s)) * 2 >= len(fact_words)]
+    return " ".join(chosen) if chosen else fact
+
+
+# --- the model's confirmation ------------------------------------------------------------------
+
+CONFIRM_PROMPT = (
+    "You keep a memory of facts about a user. An earlier fact and a newer statement by the user follow. "
+    "Does the newer statement mean the earlier fact is no longer true (the user moved, changed job, "
+    "partner, pet, diet or taste)? A visit, a plan, a hypothetical, a joke or a fact about someone else "
+    'does not. Answer with JSON: {"verdict": "supersede" | "both_true" | "unsure", "reason": "..."}'
+)
+_VERDICT_WORDS = {"supersede": Decision.SUPERSEDE, "supersedes": Decision.SUPERSEDE, "superseded": Decision.SUPERSEDE,
+                  "yes": Decision.SUPERSEDE, "true": Decision.SUPERSEDE, "both_true": Decision.NONE,
+                  "both true": Decision.NONE, "no": Decision.NONE, "false": Decision.NONE,
+                  "unsure": Decision.REVIEW, "uncertain": Decision.REVIEW}
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    decision: Decision  # SUPERSEDE: confirmed; NONE: rejected; REVIEW: the model is unsure
+    reason: str
+
+
+def confirmation_texts(old: str, statement: str) -> list[str]:
+    return [f"Earlier fact: {old}", f"Newer statement: {statement}"]
+
+
+def validate_confirmation(value: object) -> Confirmation:
+    """The model's answer, read tolerantly: the verdict's usual spellings, a boolean, a bare word."""
+    if isinstance(value, str):
+        value = {"verdict": value}
+    if not isinstance(value, dict):
+        raise ValueError("expected an object with a 'verdict'")
+    verdict = value.get("verdict", value.get("supersedes", value.get("decision")))
+    word = str(verdict).strip().lower() if verdict is not None else ""
+    if word not in _VERDICT_WORDS:
+        raise ValueError(f"unknown verdict {verdict!r}; expected supersede, both_true or unsure")
+    reason = " ".join(str(value.get("reason", "")).split())[:300]
+    return Confirmation(decision=_VERDICT_WORDS[word], reason=reason)
+
+
+def period_label(valid_until: datetime | None) -> str:
+    """How a superseded memory is marked in a prompt: "until March 2025"."""
+    return f"until {valid_until:%B %Y}" if valid_until is not None else ""
+
+
+_PAST_QUESTION = re.compile(r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|earlier|old|originally|"
+                            r"back then|in the past|first)\b", re.I)
+
+
+def asks_about_the_past(query: str) -> bool:
+    """ "Where did I live before York?": a question a superseded memory answers."""
+    return bool(_PAST_QUESTION.search(query))

@@ -266,3 +266,15 @@ def edges_add(*, user_id: int, edges: list[tuple[MemoryNode, MemoryNode, str, fl
                                                weight=weight) for source, target, relation, weight in edges])
     for source, _target, _relation, _weight in edges:
         _mark(source, source.cid)
+
+
+def edge_drop(*, user_id: int, source: MemoryNode, target: MemoryNode, relation: str) -> bool:
+    """Remove a dependency of `source` on `target` (an operator undoing a decision); the source
+    (and what depends on it) gets its new CID, the one it had before keeps resolving as an alias."""
+    deleted, _ = MemoryEdge.objects.filter(user_id=user_id, source=source, target=target, relation=relation).delete()
+    if not deleted:
+        return False
+    if not _mark(source, source.cid):
+        source.refresh_from_db(fields=["cid", "block"])
+        _refresh(source, set())
+    return True

@@ -25,6 +25,7 @@ from memory.engine.model_output import (
     validate_summary,
 )
 from memory.engine.ports import ChatMessage, ModelError
+from memory.engine.supersession import CONFIRM_PROMPT, Confirmation, confirmation_texts, validate_confirmation
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.models import LifecycleEvent
 from memory.services.events import event_record
@@ -59,3 +60,9 @@ def summarise_recollection(*, user_id: int, prompt: str, memories: Sequence[str]
 def extract_persona(*, user_id: int, texts: Sequence[str]) -> PersonaExtraction | None:
     system = PERSONA_PROMPT + ", ".join(sorted(TRAITS_BY_KEY))
     return _ask(user_id, "persona_extraction", system, texts, validate_persona)
+
+
+def confirm_supersession(*, user_id: int, old: str, statement: str) -> Confirmation | None:
+    """The model's verdict on a detector's candidate: does the newer statement end the older fact?"""
+    return _ask(user_id, "supersession_confirm", CONFIRM_PROMPT, confirmation_texts(old, statement),
+                validate_confirmation)

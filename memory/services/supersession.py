@@ -1,0 +1,226 @@
+"""Facts that change: detection on maintenance's write path, and the operators' review queue.
+
+When promotion stores new KB facts, each is compared with the user's current facts stated before it
+(memory/engine/supersession.py). A confident candidate supersedes the older fact at once; an
+uncertain one opens a review. With a language model configured, each candidate is put to it first
+(outside any transaction): it confirms (supersede), rejects (nothing happens, the event says why) or
+is unsure (a review). A superseded fact is kept: it gets `valid_until` (the newer statement's time)
+and `superseded_by`, and the newer fact's node a `supersedes` edge to it, so provenance and the
+content ids show the change. Every decision is a lifecycle event with its reason.
+
+An operator (or the person, for their own memory) accepts a review (the fact is superseded),
+rejects it (both stay current; a decided supersession is undone) or edits the newer fact's text and
+accepts; the same permission rules and audit as pin/repress/correct.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.adapters import configured
+from memory.engine.supersession import Decision, Memory, Verdict, statement_of, supersession_candidates
+from memory.models import DialoguePage, LifecycleEvent, MemoryNode
+from memory.services import graph
+from memory.services.common import MemoryInputError, MemoryNotFound, lock_user_state
+from memory.services.editing import actor_name, memory_correct, reason_clean
+from memory.services.events import event_record
+from memory.services.model_tasks import confirm_supersession
+from persona.models import KnowledgeFact, Supersession
+
+log = logging.getLogger(__name__)
+# Candidates looked at per new fact: a statement rarely changes more than one slot.
+MAX_CANDIDATES = 3
+DETECTOR = "detector"
+MODEL = "model"
+
+
+@dataclass(frozen=True)
+class Planned:
+    new_id: uuid.UUID
+    old_id: uuid.UUID
+    verdict: Verdict
+    decided_by: str
+
+
+def _current_before(user_id: int, fact: KnowledgeFact) -> list[KnowledgeFact]:
+    """The user's current facts stated before `fact` (a fact can only end an older one)."""
+    rows = KnowledgeFact.objects.filter(user_id=user_id, valid_until__isnull=True, repressed=False).exclude(pk=fact.pk)
+    if fact.timestamp is not None:
+        rows = rows.filter(timestamp__lt=fact.timestamp)
+    else:
+        rows = rows.filter(created_at__lt=fact.created_at)
+    decided = Supersession.objects.filter(new_fact=fact).values_list("old_fact_id", flat=True)
+    return list(rows.exclude(pk__in=decided).only("id", "text", "timestamp"))
+
+
+def _statement(fact: KnowledgeFact) -> str:
+    page_ids = [str(p) for p in fact.source_page_ids or ()]
+    utterances = DialoguePage.objects.filter(pk__in=page_ids, user_id=fact.user_id).values_list("query", flat=True)
+    return statement_of(fact.text, " ".join(utterances))
+
+
+def _plan(user_id: int, fact: KnowledgeFact) -> list[Planned]:
+    """The candidates for one new fact, confirmed by the model when one is configured."""
+    current = _current_before(user_id, fact)
+    if not current:
+        return []
+    statement = _statement(fact)
+    memories = [Memory(id=str(row.id), text=row.text, at=row.timestamp) for row in current]
+    texts = {str(row.id): row.text for row in current}
+    planned = []
+    for verdict in supersession_candidates(statement, memories)[:MAX_CANDIDATES]:
+        decided_by = DETECTOR
+        if configured.chat_model() is not None:
+            confirmation = confirm_supersession(user_id=user_id, old=texts[verdict.old_id or ""], statement=statement)
+            if confirmation is not None:
+                decided_by = MODEL
+                verdict = Verdict(decision=confirmation.decision, confidence=verdict.confidence, slot=verdict.slot,
+                                  old_id=verdict.old_id,
+                                  reason=f"{verdict.reason}; the model: {confirmation.reason or confirmation.decision}")
+        planned.append(Planned(new_id=fact.pk, old_id=uuid.UUID(verdict.old_id or ""), verdict=verdict,
+                               decided_by=decided_by))
+    return planned
+
+
+def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime | None = None) -> list[Supersession]:
+    """Compare newly stored facts (oldest statement first) with the current facts before them and
+    write the decisions; returns the supersessions and reviews written. Safe to run again: a pair
+    already decided is not looked at twice."""
+    facts = sorted(KnowledgeFact.objects.filter(user_id=user_id, pk__in=list(fact_ids)),
+                   key=lambda f: (f.timestamp or f.created_at, f.created_at))
+    written: list[Supersession] = []
+    for fact in facts:
+        for planned in _plan(user_id, fact):  # the model is asked outside any transaction
+            row = _decide(user_id, planned, at=at)
+            if row is not None:
+                written.append(row)
+    return written
+
+
+def _decide(user_id: int, planned: Planned, *, at: datetime | None) -> Supersession | None:
+    verdict = planned.verdict
+    with transaction.atomic():
+        lock_user_state(user_id)
+        old = KnowledgeFact.objects.select_for_update().filter(pk=planned.old_id, user_id=user_id).first()
+        new = KnowledgeFact.objects.filter(pk=planned.new_id, user_id=user_id).first()
+        if old is None or new is None or old.valid_until is not None:
+            return None  # deleted or superseded meanwhile
+        if Supersession.objects.filter(old_fact=old, new_fact=new).exists():
+            return None
+        when = new.timestamp or at
+        payload = {"old_fact_id": str(old.pk), "new_fact_id": str(new.pk), "old_text": old.text,
+                   "new_text": new.text, "slot": verdict.slot, "confidence": verdict.confidence,
+                   "reason": verdict.reason, "by": planned.decided_by}
+        if verdict.decision is Decision.NONE:  # the model rejected the detector's candidate
+            event_record(user_id=user_id, kind=LifecycleEvent.Kind.SUPERSESSION_REJECTED, subject_id=old.pk,
+                         at=when, **payload)
+            return None
+        status = Supersession.Status.SUPERSEDED if verdict.decision is Decision.SUPERSEDE else Supersession.Status.OPEN
+        row = Supersession.objects.create(
+            user_id=user_id, old_fact=old, new_fact=new, status=status, slot=verdict.slot,
+            confidence=verdict.confidence, reason=verdict.reason, decided_by=planned.decided_by, occurred_at=when,
+            decided_at=timezone.now() if status == Supersession.Status.SUPERSEDED else None)
+        if status == Supersession.Status.SUPERSEDED:
+            _supersede(user_id, old, new, until=when)
+            event_record(user_id=user_id, kind=LifecycleEvent.Kind.FACT_SUPERSEDED, subject_id=old.pk, at=when,
+                         supersession_id=str(row.pk), **payload)
+        else:
+            event_record(user_id=user_id, kind=LifecycleEvent.Kind.SUPERSESSION_OPENED, subject_id=old.pk, at=when,
+                         supersession_id=str(row.pk), **payload)
+        log.info("event=supersession user=%s status=%s slot=%s confidence=%s", user_id, status, verdict.slot,
+                 verdict.confidence)
+        return row
+
+
+def _supersede(user_id: int, old: KnowledgeFact, new: KnowledgeFact, *, until: datetime | None) -> None:
+    """The old fact ends where the new one begins; the new fact's node `supersedes` the old's."""
+    old.valid_until = until or new.valid_from or timezone.now()
+    old.superseded_by = new.pk
+    old.save(update_fields=["valid_until", "superseded_by"])
+    graph.edge_link(user_id=user_id, source=new, source_kind=MemoryNode.Kind.FACT, target=old,
+                    target_kind=MemoryNode.Kind.FACT, relation="supersedes")
+
+
+def _unsupersede(user_id: int, old: KnowledgeFact, new: KnowledgeFact) -> None:
+    old.valid_until = None
+    old.superseded_by = None
+    old.save(update_fields=["valid_until", "superseded_by"])
+    source = MemoryNode.objects.filter(user_id=user_id, kind=MemoryNode.Kind.FACT, object_id=str(new.pk)).first()
+    target = MemoryNode.objects.filter(user_id=user_id, kind=MemoryNode.Kind.FACT, object_id=str(old.pk)).first()
+    if source is not None and target is not None:
+        graph.edge_drop(user_id=user_id, source=source, target=target, relation="supersedes")
+
+
+# ------------------------------------------------------------------ the review queue
+
+def supersession_get(*, user, ident: str, for_update: bool = False) -> Supersession:
+    """One of the user's supersessions, or MemoryNotFound (another user's is not theirs)."""
+    try:
+        key = uuid.UUID(str(ident))
+    except ValueError:
+        raise MemoryNotFound(f"{ident!r} is not a supersession id.") from None
+    rows = Supersession.objects.select_for_update() if for_update else Supersession.objects
+    row = rows.select_related("old_fact", "new_fact").filter(user=user, pk=key).first()
+    if row is None:
+        raise MemoryNotFound(f"No supersession {ident} in this memory.")
+    return row
+
+
+def _audit(user, row: Supersession, kind: str, actor, reason: str, before: str) -> None:
+    event_record(user_id=user.pk, kind=kind, subject_id=row.old_fact_id, supersession_id=str(row.pk),
+                 old_fact_id=str(row.old_fact_id), new_fact_id=str(row.new_fact_id), old_text=row.old_fact.text,
+                 new_text=row.new_fact.text, slot=row.slot, before=before, after=row.status,
+                 actor=actor_name(actor), by=actor_name(actor), reason=reason or row.reason)
+
+
+def supersession_accept(*, user, ident: str, actor=None, reason: str = "", text: str | None = None) -> Supersession:
+    """The newer fact supersedes the older one. With `text`, the newer fact is corrected first (the
+    operator's edit: a new version, audited as a correction)."""
+    reason = reason_clean(reason)
+    if text is not None and not text.strip():
+        raise MemoryInputError("The corrected text is empty.")
+    with transaction.atomic():
+        lock_user_state(user.pk)
+        row = supersession_get(user=user, ident=ident, for_update=True)
+        if row.status in (Supersession.Status.SUPERSEDED, Supersession.Status.ACCEPTED):
+            raise MemoryInputError("This supersession is already decided; reject it to undo it.")
+        if text is not None:
+            memory_correct(user=user, kind="fact", ident=str(row.new_fact_id), version=None, actor=actor,
+                           reason=reason or "edited in the review queue", text=text)
+            row.new_fact.refresh_from_db()
+        before = row.status
+        old = KnowledgeFact.objects.select_for_update().get(pk=row.old_fact_id)
+        _supersede(user.pk, old, row.new_fact, until=row.occurred_at or row.new_fact.timestamp)
+        row.old_fact = old
+        row.status, row.decided_by, row.decided_at = Supersession.Status.ACCEPTED, actor_name(actor), timezone.now()
+        row.save(update_fields=["status", "decided_by", "decided_at"])
+        _audit(user, row, LifecycleEvent.Kind.FACT_SUPERSEDED, actor, reason, before)
+    return row
+
+
+def supersession_reject(*, user, ident: str, actor=None, reason: str = "") -> Supersession:
+    """Both facts stay current; a supersession already decided (by the detector, the model or an
+    operator) is undone: the older fact is current again and the `supersedes` edge goes."""
+    reason = reason_clean(reason)
+    with transaction.atomic():
+        lock_user_state(user.pk)
+        row = supersession_get(user=user, ident=ident, for_update=True)
+        if row.status == Supersession.Status.REJECTED:
+            raise MemoryInputError("This supersession is already rejected.")
+        before = row.status
+        if before in (Supersession.Status.SUPERSEDED, Supersession.Status.ACCEPTED):
+            old = KnowledgeFact.objects.select_for_update().get(pk=row.old_fact_id)
+            if old.superseded_by == row.new_fact_id:
+                _unsupersede(user.pk, old, row.new_fact)
+            row.old_fact = old
+        row.status, row.decided_by, row.decided_at = Supersession.Status.REJECTED, actor_name(actor), timezone.now()
+        row.save(update_fields=["status", "decided_by", "decided_at"])
+        _audit(user, row, LifecycleEvent.Kind.SUPERSESSION_REJECTED, actor, reason, before)
+    return row

@@ -1,0 +1,194 @@
+"""Facts that change, with the real store: detection writes supersessions and reviews with their
+events and graph edges; operators accept, reject and edit; another user's queue is out of reach."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.adapters import configured
+from memory.models import LifecycleEvent, MemoryAlias, MemoryEdge, MemoryNode
+from memory.services import graph
+from memory.services.common import MemoryInputError, MemoryNotFound
+from memory.services.pages import page_start
+from memory.services.supersession import supersession_accept, supersession_detect, supersession_reject
+from memory.services.turns import page_complete
+from persona.models import KnowledgeFact, Supersession
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+MARCH = datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
+JUNE = datetime(2025, 6, 2, 18, 30, tzinfo=UTC)
+
+
+def stated(user, utterance: str, fact_text: str, at: datetime) -> KnowledgeFact:
+    """A page with the utterance at `at`, and the fact promotion drew from it (its node and edge)."""
+    page = page_complete(page=page_start(user=user, query=utterance, timestamp=at), response="Noted.",
+                         reply_model="test", schedule=False)
+    row = KnowledgeFact.objects.create(user=user, text=fact_text, normalised=fact_text.lower(),
+                                       source_page_ids=[str(page.id)], timestamp=at, valid_from=at)
+    node = graph.row_node_put(user_id=user.pk, kind=MemoryNode.Kind.FACT, row=row)
+    graph.edge_put(user_id=user.pk, source=node, target=graph.node_of(user_id=user.pk, obj=page,
+                                                                      kind=MemoryNode.Kind.PAGE),
+                   relation="stated_in")
+    row.refresh_from_db()
+    return row
+
+
+def test_a_stated_move_supersedes_the_old_residence_with_its_time_edge_and_event(make_user):
+    user = make_user()
+    leeds = stated(user, "I live in Leeds with my cat.", "User lives in Leeds with their cat", MARCH)
+    tea = stated(user, "I love green tea.", "User loves green tea", MARCH)
+    york = stated(user, "We finally moved from Leeds to York!", "User and others moved from Leeds to York", JUNE)
+    old_cid = KnowledgeFact.objects.get(pk=york.pk).cid
+
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+
+    assert (row.status, row.slot, row.old_fact_id, row.new_fact_id) == ("superseded", "residence", leeds.pk, york.pk)
+    leeds.refresh_from_db()
+    tea.refresh_from_db()
+    assert (leeds.valid_until, leeds.superseded_by) == (JUNE, york.pk)
+    assert tea.valid_until is None  # another slot stays current
+    york.refresh_from_db()
+    edge = MemoryEdge.objects.get(user=user, relation="supersedes")
+    assert (edge.source.object_id, edge.target.object_id) == (str(york.pk), str(leeds.pk))
+    assert york.cid != old_cid and MemoryAlias.objects.filter(cid=old_cid).exists()  # the CID shows it
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.FACT_SUPERSEDED)
+    assert event.subject_id == str(leeds.pk) and event.occurred_at == JUNE
+    assert event.payload["by"] == "detector" and "'leeds' became 'york'" in event.payload["reason"]
+    # run again: nothing is decided twice
+    assert supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)]) == []
+
+
+def test_an_uncertain_change_opens_a_review_and_changes_nothing_yet(make_user):
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "I live in York.", "User lives in York", JUNE)
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    assert row.status == "open" and row.confidence == 0.55
+    leeds.refresh_from_db()
+    assert leeds.valid_until is None and not MemoryEdge.objects.filter(relation="supersedes").exists()
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.SUPERSESSION_OPENED).count() == 1
+
+
+def test_a_fact_never_supersedes_one_stated_after_it(make_user):
+    user = make_user()
+    york = stated(user, "We moved to York now.", "User lives in York", MARCH)
+    stated(user, "I live in Leeds.", "User lives in Leeds", JUNE)
+    assert supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)]) == []
+
+
+def test_mentions_and_other_peoples_moves_decide_nothing(make_user):
+    user = make_user()
+    stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    visit = stated(user, "I visited York last weekend.", "User visited York last weekend", JUNE)
+    sister = stated(user, "My sister moved to York.", "User's sister moved to York", JUNE)
+    assert supersession_detect(user_id=user.pk, fact_ids=[str(visit.pk), str(sister.pk)]) == []
+    assert not Supersession.objects.exists()
+
+
+def test_accepting_a_review_supersedes_and_audits_the_operator(make_user):
+    user, operator = make_user(), make_user("op", is_staff=True)
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "I live in York.", "User lives in York", JUNE)
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    accepted = supersession_accept(user=user, ident=str(row.pk), actor=operator, reason="they told me")
+    assert (accepted.status, accepted.decided_by) == ("accepted", "op")
+    leeds.refresh_from_db()
+    assert (leeds.valid_until, leeds.superseded_by) == (JUNE, york.pk)
+    event = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.FACT_SUPERSEDED).get()
+    assert (event.payload["actor"], event.payload["before"], event.payload["reason"]) == ("op", "open", "they told me")
+    with pytest.raises(MemoryInputError, match="already decided"):
+        supersession_accept(user=user, ident=str(row.pk), actor=operator)
+
+
+def test_rejecting_a_decided_supersession_makes_both_current_again(make_user):
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    assert row.status == "superseded"
+    cid_with_edge = KnowledgeFact.objects.get(pk=york.pk).cid
+    rejected = supersession_reject(user=user, ident=str(row.pk), actor=user, reason="I still keep the flat")
+    assert rejected.status == "rejected"
+    leeds.refresh_from_db()
+    assert (leeds.valid_until, leeds.superseded_by) == (None, None)
+    assert not MemoryEdge.objects.filter(relation="supersedes").exists()
+    assert KnowledgeFact.objects.get(pk=york.pk).cid != cid_with_edge
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.SUPERSESSION_REJECTED)
+    assert (event.payload["before"], event.payload["after"]) == ("superseded", "rejected")
+
+
+def test_editing_corrects_the_newer_fact_then_supersedes(make_user):
+    user = make_user()
+    stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "I live in York.", "User lives in Yrok", JUNE)
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    supersession_accept(user=user, ident=str(row.pk), actor=user, text="User lives in York")
+    york.refresh_from_db()
+    assert (york.text, york.version) == ("User lives in York", 2)
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.CORRECTED).count() == 1
+    with pytest.raises(MemoryInputError, match="empty"):
+        supersession_accept(user=user, ident=str(row.pk), actor=user, text="  ")
+
+
+def test_another_users_supersession_is_not_found_and_unchanged(make_user):
+    owner, stranger = make_user(), make_user()
+    stated(owner, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(owner, "I live in York.", "User lives in York", JUNE)
+    [row] = supersession_detect(user_id=owner.pk, fact_ids=[str(york.pk)])
+    for action in (supersession_accept, supersession_reject):
+        with pytest.raises(MemoryNotFound):
+            action(user=stranger, ident=str(row.pk), actor=stranger)
+    with pytest.raises(MemoryNotFound):
+        supersession_reject(user=owner, ident="not-a-uuid", actor=owner)
+    row.refresh_from_db()
+    assert row.status == "open"
+
+
+# ------------------------------------------------------------------ with a model
+
+@pytest.fixture
+def llm(memory_env, openai_server):
+    memory_env.LLM_ENABLED = True
+    memory_env.OPENAI_API_KEY = openai_server.api_key
+    memory_env.OPENAI_BASE_URL = openai_server.base_url
+    memory_env.OPENAI_TIMEOUT = 3.0
+    memory_env.OPENAI_MAX_RETRIES = 0
+    configured.chat_model.cache_clear()
+    return openai_server
+
+
+def test_the_model_confirms_an_uncertain_candidate(make_user, llm):
+    llm.reply(json.dumps({"verdict": "Supersede", "reason": "they now live in York"}))
+    user = make_user()
+    stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "I live in York.", "User lives in York", JUNE)
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    assert (row.status, row.decided_by) == ("superseded", "model")
+    assert "they now live in York" in row.reason
+    prompt = llm.chat_requests()[0].body["messages"][-1]["content"]
+    assert "Earlier fact: User lives in Leeds" in prompt and "Newer statement: I live in York." in prompt
+
+
+def test_the_model_rejects_a_candidate_and_the_event_says_why(make_user, llm):
+    llm.reply('Sure! {"verdict": "both_true", "reason": "two homes"}')  # prose around the JSON is tolerated
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "I live in York now.", "User lives in York", JUNE)
+    assert supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)]) == []
+    leeds.refresh_from_db()
+    assert leeds.valid_until is None
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.SUPERSESSION_REJECTED)
+    assert event.payload["by"] == "model" and "two homes" in event.payload["reason"]
+
+
+def test_garbage_from_the_model_keeps_the_detectors_decision(make_user, llm):
+    llm.reply("no idea", "still no idea")
+    user = make_user()
+    stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "We moved from Leeds to York.", "User and others moved from Leeds to York", JUNE)
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    assert (row.status, row.decided_by) == ("superseded", "detector")
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED).count() == 1
