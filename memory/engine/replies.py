@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
+from .supersession import asks_about_the_past, says_superseded, successor_in
 from .text import WORD, clean_text, content_terms, is_question, sentence_inside, split_sentences, stem
 from .types import RecalledItem
 from .when import day_text, relative_dates
@@ -42,6 +43,7 @@ _SEMANTIC_FLOOR = 0.35
 _MIN_TERMS = 2
 _ALSO_RATIO = 0.8  # further memories are cited only when nearly as relevant as the best
 _MAX_CITED = 3
+_STALE_WEIGHT = 0.5  # a sentence stating a superseded memory's value, for a question about now
 _MAX_WORDS = 120
 _SNIPPET_WORDS = 40
 _ROLE_SPLIT = re.compile(r"(?im)(?:^|\s\|)\s*(user|assistant)\s*:\s*")
@@ -380,11 +382,36 @@ def compose_reply(message: str, items: Sequence[RecalledItem], *, user_name: str
         if itself:
             return itself
     evidence = gather_evidence(message, items, query_terms=query_terms, user_names=user_names, sona_name=sona_name)
+    evidence = current_first(message, evidence, items)
     if not asks(message):
         return acknowledge(message, evidence, user_name=user_name, now=now)
     if not query_terms and _RECALL_ALL.search(message):
         evidence = _everything(items, user_names=user_names, sona_name=sona_name)
     return answer(evidence, user_name=user_name, now=now)
+
+
+def current_first(message: str, evidence: list[Evidence], items: Sequence[RecalledItem]) -> list[Evidence]:
+    """What a superseded memory said ("I live in Leeds", once they moved) counts for less, unless
+    the message asks about the past ("where did I live before York?")."""
+    stale = [item for item in items if item.kind in _NOTED_KINDS and "superseded" in item.breakdown]
+    if not stale or asks_about_the_past(message):
+        return evidence
+    weighed: list[Evidence] = []
+    for found in evidence:
+        ended = [item for item in stale if says_superseded(found.sentence, [item.text])]
+        if not ended:
+            weighed.append(found)
+            continue
+        weighed.append(replace(found, relevance=found.relevance * _STALE_WEIGHT))
+        for item in ended:  # what took its place answers in its stead, from when it did
+            successor = successor_in(item.text)
+            until = item.breakdown.get("until")
+            if successor:
+                newer = replace(item, text=successor, breakdown={},
+                                timestamp=datetime.fromtimestamp(until, UTC) if until else None)
+                weighed.append(Evidence(found.relevance, found.semantic, found.matched, newer, "noted", successor,
+                                        found.order))
+    return sorted(weighed, key=lambda e: (-e.relevance, e.order, e.sentence))
 
 
 def _everything(items: Sequence[RecalledItem], *, user_names: frozenset[str], sona_name: str | None) -> list[Evidence]:

@@ -656,3 +656,31 @@ _PAST_QUESTION = re.compile(r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|
 def asks_about_the_past(query: str) -> bool:
     """ "Where did I live before York?": a question a superseded memory answers."""
     return bool(_PAST_QUESTION.search(query))
+
+
+def says_superseded(sentence: str, superseded: Sequence[str]) -> bool:
+    """Whether a sentence states a value that a superseded memory held: once Leeds is history,
+    "I live in Leeds" answers "where do I live?" only about the past."""
+    old = [c for text in superseded for c in claims_of(text) if c.value and not c.past]
+    if not old:
+        return False
+    return any(claim.value and not claim.past and (claim.subject, claim.slot) == (stale.subject, stale.slot)
+               and (claim.key == stale.key or _same_key(claim.slot, claim.key, stale.key))
+               and same_value(claim.value, stale.value)
+               for claim in claims_of(sentence) for stale in old)
+
+
+_SINCE_THEN = re.compile(r"; since then: (?P<successor>.+)\)$")
+
+
+def superseded_text(text: str, valid_until: datetime | None, successor: str = "") -> str:
+    """A superseded memory as a prompt shows it: "User lives in Leeds (until June 2025; since
+    then: User moved to York)"."""
+    since = f"; since then: {successor}" if successor else ""
+    return f"{text} ({period_label(valid_until)}{since})"
+
+
+def successor_in(text: str) -> str:
+    """The memory that superseded this one, from superseded_text's form ("" when none is named)."""
+    match = _SINCE_THEN.search(text)
+    return match.group("successor") if match else ""

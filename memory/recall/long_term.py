@@ -6,26 +6,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory.adapters import configured
+from memory.engine.supersession import superseded_text
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.engine.types import RecalledItem
 from memory.recall import rows
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
+
+# A superseded fact still answers questions about the past, but ranks after every current one and
+# its similarity counts half (the relevance core lifts its source turns less).
+SUPERSEDED_WEIGHT = 0.5
 
 
 def _vector_items(user, query_vector: Sequence[float], *, kind: str, model, limit: int) -> list[RecalledItem]:
     hits = configured.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind=kind)
     found = {key: row for key, row in rows.by_pk(model, [h.id for h in hits],
                                                   ("user", "text", "timestamp", "source_ids", "source_page_ids",
-                                                   "repressed")).items()
+                                                   "repressed", "valid_until", "superseded_by")).items()
             if row.user_id == user.pk and not row.repressed}
     item_kind = "kb_fact" if kind == "kb" else "agent_trait"
-    return [
-        RecalledItem(kind=item_kind, ref=hit.id, text=found[hit.id].text, score=hit.score,
-                     timestamp=found[hit.id].timestamp, source_ids=tuple(found[hit.id].source_ids),
-                     source_page_ids=tuple(str(page) for page in found[hit.id].source_page_ids or ()),
-                     breakdown={"similarity": round(hit.score, 4)})
-        for hit in hits if hit.id in found
-    ]
+    successors = {str(row.superseded_by) for row in found.values() if row.superseded_by is not None}
+    newer = {key: row.text for key, row in rows.by_pk(model, successors, ("user", "text")).items()
+             if row.user_id == user.pk} if successors else {}
+    items = [_item(item_kind, hit.id, hit.score, found[hit.id], newer) for hit in hits if hit.id in found]
+    # Current first (each part keeps the index's order): "until March 2025" is history.
+    return [i for i in items if "superseded" not in i.breakdown] + [i for i in items if "superseded" in i.breakdown]
+
+
+def _item(kind: str, ref: str, similarity: float, row, newer: dict[str, str]) -> RecalledItem:
+    """A fact as recall shows it; a superseded one marked with its period ("until March 2025") and
+    what took its place."""
+    text, score = row.text, similarity
+    breakdown = {"similarity": round(similarity, 4)}
+    if row.valid_until is not None:
+        text = superseded_text(row.text, row.valid_until, newer.get(str(row.superseded_by), ""))
+        score = similarity * SUPERSEDED_WEIGHT
+        breakdown.update(superseded=SUPERSEDED_WEIGHT, until=row.valid_until.timestamp())
+    return RecalledItem(kind=kind, ref=ref, text=text, score=score, timestamp=row.timestamp,
+                        source_ids=tuple(row.source_ids),
+                        source_page_ids=tuple(str(page) for page in row.source_page_ids or ()), breakdown=breakdown)
 
 
 # What as_text() reads of a profile.

@@ -49,6 +49,7 @@ from memory.services.segments import (
     segment_text,
     segments_evict,
 )
+from memory.services.supersession import supersession_detect_pending
 from memory.services.utterances import index_turns
 from persona.services import persona_promote_segment
 
@@ -123,6 +124,7 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             report.summarised = _refresh_summaries(user_id)
             report.evicted = segments_evict(user_id=user_id, now=now)
             report.promoted = _promote(user_id, now)
+            supersession_detect_pending(user_id=user_id, at=now)
             if recollect:
                 report.recollections = [str(r.id) for r in recollections_make(user_id=user_id, now=now)]
         except Exception as exc:

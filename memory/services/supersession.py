@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -101,6 +103,18 @@ def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime |
             row = _decide(user_id, planned, at=at)
             if row is not None:
                 written.append(row)
+    return written
+
+
+def supersession_detect_pending(*, user_id: int, at: datetime | None = None) -> list[Supersession]:
+    """Maintenance's step after promotion: the facts no detector has looked at yet (valid_from
+    unset: promotion, an archive import) are compared, then get their valid_from (when stated)."""
+    pending = list(KnowledgeFact.objects.filter(user_id=user_id, valid_from__isnull=True).values_list("pk", flat=True))
+    if not pending:
+        return []
+    written = supersession_detect(user_id=user_id, fact_ids=[str(pk) for pk in pending], at=at)
+    KnowledgeFact.objects.filter(pk__in=pending, valid_from__isnull=True).update(
+        valid_from=Coalesce(F("timestamp"), F("created_at")))
     return written
 
 

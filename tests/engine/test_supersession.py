@@ -132,3 +132,35 @@ def test_a_breakup_ends_the_partner_named_and_no_other_slot():
 
 def test_nothing_current_means_nothing_to_supersede():
     assert supersession_candidates("We moved to York.", []) == []
+
+
+# --- replies and prompts use time ---------------------------------------------------------------
+
+def test_a_superseded_memory_is_shown_with_its_period_and_successor():
+    from datetime import UTC, datetime
+
+    from memory.engine.supersession import successor_in, superseded_text
+    text = superseded_text("User lives in Leeds", datetime(2025, 3, 2, tzinfo=UTC), "User lives in York")
+    assert text == "User lives in Leeds (until March 2025; since then: User lives in York)"
+    assert successor_in(text) == "User lives in York"
+    assert successor_in("User lives in Leeds") == ""
+
+
+def test_the_offline_reply_answers_with_the_current_value_unless_asked_about_the_past():
+    from datetime import UTC, datetime
+
+    from memory.engine.replies import compose_reply
+    from memory.engine.supersession import superseded_text
+    from memory.engine.types import RecalledItem
+    march, june = datetime(2025, 3, 2, tzinfo=UTC), datetime(2025, 6, 9, tzinfo=UTC)
+    items = [
+        RecalledItem(kind="kb_fact", ref="f1", text=superseded_text("User lives in Leeds", june, "User lives in York"),
+                     score=0.3, timestamp=march, breakdown={"superseded": 0.5, "until": june.timestamp()}),
+        RecalledItem(kind="turn", ref="t1", text="Sam: I live in Leeds with my cats.", score=0.9, timestamp=march,
+                     breakdown={"cosine": 0.7}),
+    ]
+    now = compose_reply("Where do I live?", items, user_aliases=("Sam",), now=datetime(2025, 7, 1, tzinfo=UTC))
+    assert "you live in York" in now and "9 June 2025" in now and "Leeds" not in now
+    past = compose_reply("Where did I live before?", items, user_aliases=("Sam",),
+                         now=datetime(2025, 7, 1, tzinfo=UTC))
+    assert "I live in Leeds with my cats" in past

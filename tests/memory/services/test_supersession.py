@@ -192,3 +192,49 @@ def test_garbage_from_the_model_keeps_the_detectors_decision(make_user, llm):
     [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
     assert (row.status, row.decided_by) == ("superseded", "detector")
     assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED).count() == 1
+
+
+# ------------------------------------------------------------------ on maintenance's write path
+
+def say_at(user, text: str, at: datetime):
+    return page_complete(page=page_start(user=user, query=text, timestamp=at), response="Noted.",
+                         reply_model="test")
+
+
+def test_maintenance_supersedes_what_promotion_learned_and_recall_marks_the_period(make_user, memory_env):
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1, "FSCORE_THRESHOLD": 0.0}  # one segment
+    user = make_user()
+    say_at(user, "I live in Leeds with my two cats.", MARCH)
+    for day, line in enumerate(["The cats love the garden.", "I painted the kitchen blue.",
+                                "My neighbours are lovely."], start=1):
+        say_at(user, line, MARCH.replace(day=MARCH.day + day))
+    say_at(user, "We moved from Leeds to York last week!", JUNE)
+    say_at(user, "The new garden is tiny.", JUNE.replace(day=5))
+    say_at(user, "Closing line.", JUNE.replace(day=6))
+
+    old = KnowledgeFact.objects.get(user=user, text__icontains="Leeds with")
+    new = KnowledgeFact.objects.get(user=user, text__icontains="York")
+    row = Supersession.objects.get(user=user)
+    assert (row.old_fact_id, row.new_fact_id, row.status) == (old.pk, new.pk, "superseded")
+    old.refresh_from_db()
+    assert old.valid_until == JUNE and old.superseded_by == new.pk
+    assert KnowledgeFact.objects.filter(user=user, valid_from__isnull=True).count() == 0  # every fact looked at
+
+    from memory.services.recall import recall_for_query
+    recall = recall_for_query(user=user, query="Where did I live before York?", update_heat=False,
+                              record_trace=False)
+    facts = [item for item in recall.items if item.kind == "kb_fact"]
+    texts = [item.text for item in facts]
+    marked = f"{old.text} (until June 2025; since then: {new.text})"
+    assert marked in texts  # the past is found, with its period
+    assert texts.index(marked) > texts.index(new.text)  # after the current fact
+    superseded = facts[texts.index(marked)]
+    assert superseded.breakdown["superseded"] == 0.5
+    assert superseded.score == pytest.approx(superseded.breakdown["similarity"] * 0.5, abs=1e-4)
+
+    # the offline reply answers with the current value; a question about the past finds the old one
+    from memory.services.turns import turn_run
+    now = turn_run(user=user, message="Where do I live?").page.response
+    assert "York" in now and "I live in Leeds" not in now
+    before = turn_run(user=user, message="Where did I live before York?").page.response
+    assert "Leeds" in before
