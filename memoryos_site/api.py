@@ -25,6 +25,7 @@ from memory.web.api_auth import ApiError, BrowserSessionAuth, TokenAuth
 from memory.web.api_files import router as files_router
 from memory.web.api_memories import router as memories_router
 from memory.web.api_sonas import router as sonas_router
+from memory.web.api_supersessions import router as supersessions_router
 from persona.api import router as persona_router
 
 api = NinjaAPI(
@@ -39,6 +40,7 @@ api.add_router("/memory/", memory_router)
 api.add_router("/memory/", memories_router)
 api.add_router("/memory/", files_router)
 api.add_router("/memory/", sonas_router)
+api.add_router("/memory/", supersessions_router)
 api.add_router("/persona/", persona_router)
 
 
