@@ -16,6 +16,7 @@ Events and what they change:
   segment_promoted     promoted to LPM: L_interaction resets to 0
   segment_evicted      leaves MTM; its pages are archived
   fact_added/_dropped, agent_trait_added/_dropped, trait_updated (the score after), edited (profile)
+  fact_superseded      the fact is kept, marked as ended; supersession_rejected undoes it
 Later kinds (edits by operators) are applied by `apply` as they are added.
 """
 
@@ -66,6 +67,7 @@ class TierState:
     agent_traits: dict[str, str] = field(default_factory=dict)
     traits: dict[str, float] = field(default_factory=dict)  # dimension key -> score
     profile: dict[str, Any] = field(default_factory=dict)
+    superseded: dict[str, datetime] = field(default_factory=dict)  # fact id -> when it stopped being true
     applied: int = 0  # how many events
     last: EventRecord | None = None
 
@@ -85,7 +87,8 @@ class TierState:
         return TierState(stm=list(self.stm), mtm={k: seg(v) for k, v in self.mtm.items()},
                          evicted={k: seg(v) for k, v in self.evicted.items()}, archived=set(self.archived),
                          facts=dict(self.facts), agent_traits=dict(self.agent_traits), traits=dict(self.traits),
-                         profile=dict(self.profile), applied=self.applied, last=self.last)
+                         profile=dict(self.profile), superseded=dict(self.superseded), applied=self.applied,
+                         last=self.last)
 
 
 def _page_added(state: TierState, event: EventRecord) -> None:
@@ -136,6 +139,12 @@ def _edited(state: TierState, event: EventRecord) -> None:
         state.profile.update(event.payload.get("values") or {})
 
 
+def _supersession_rejected(state: TierState, event: EventRecord) -> None:
+    """An operator undid a decided supersession (a rejected candidate had changed nothing)."""
+    if event.payload.get("before") in ("superseded", "accepted"):
+        state.superseded.pop(event.subject, None)
+
+
 APPLY = {
     "page_added": _page_added,
     "moved_to_mtm": _moved_to_mtm,
@@ -150,6 +159,9 @@ APPLY = {
     "agent_trait_dropped": lambda s, e: s.agent_traits.pop(e.subject, None),
     "trait_updated": lambda s, e: s.traits.__setitem__(e.subject, float(e.payload.get("after", 0.0))),
     "edited": _edited,
+    # Facts that change: the old fact is kept, marked with when it stopped (undone by a rejection).
+    "fact_superseded": lambda s, e: s.superseded.__setitem__(e.subject, e.at),
+    "supersession_rejected": _supersession_rejected,
 }
 
 

@@ -23,7 +23,7 @@ from memory.recall.pipeline import gather
 from memory.selectors import trace_timings
 
 SECTIONS = (("overview", "Overview"), ("stm", "Short-term"), ("mtm", "Mid-term"), ("lpm", "Long-term"),
-            ("recalls", "Recalls"), ("events", "Lifecycle"), ("replay", "Replay"))
+            ("recalls", "Recalls"), ("events", "Lifecycle"), ("replay", "Replay"), ("supersessions", "Changes"))
 
 
 def _target(request, username: str):

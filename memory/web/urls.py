@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.web import editing, inspector, tokens, views
+from memory.web import editing, inspector, supersessions, tokens, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -26,6 +26,9 @@ urlpatterns = [
     path("inspector/<str:username>/recalls/<uuid:trace_id>/", inspector.trace, name="inspector_trace"),
     path("inspector/<str:username>/events/", inspector.events, name="inspector_events"),
     path("inspector/<str:username>/replay/", inspector.replay, name="inspector_replay"),
+    path("inspector/<str:username>/changes/", supersessions.supersessions, name="inspector_supersessions"),
+    path("inspector/<str:username>/changes/<uuid:ident>/<slug:action>/", supersessions.decide,
+         name="supersession_decide"),
     path("inspector/<str:username>/memory/<slug:kind>/<str:ident>/", editing.bar, name="memory_actions"),
     path("inspector/<str:username>/memory/<slug:kind>/<str:ident>/pin/", editing.pin, name="memory_pin"),
     path("inspector/<str:username>/memory/<slug:kind>/<str:ident>/repress/", editing.repress, name="memory_repress"),

@@ -164,3 +164,19 @@ def test_the_offline_reply_answers_with_the_current_value_unless_asked_about_the
     past = compose_reply("Where did I live before?", items, user_aliases=("Sam",),
                          now=datetime(2025, 7, 1, tzinfo=UTC))
     assert "I live in Leeds with my cats" in past
+
+
+def test_the_replay_marks_a_superseded_fact_and_an_operators_rejection_undoes_it():
+    from datetime import UTC, datetime
+
+    from memory.engine.lifecycle import EventRecord, replay
+    june = datetime(2025, 6, 2, tzinfo=UTC)
+    events = [EventRecord(1, "fact_added", "f1", june, {"text": "User lives in Leeds"}),
+              EventRecord(2, "fact_added", "f2", june, {"text": "User lives in York"}),
+              EventRecord(3, "fact_superseded", "f1", june, {"new_fact_id": "f2"}),
+              EventRecord(4, "supersession_rejected", "f1", june, {"by": "model"}),  # a candidate: nothing undone
+              EventRecord(5, "supersession_rejected", "f1", june, {"before": "superseded"})]
+    assert replay(events, until=3).superseded == {"f1": june}
+    assert set(replay(events, until=3).facts) == {"f1", "f2"}  # kept: history is memory
+    assert replay(events, until=4).superseded == {"f1": june}
+    assert replay(events).superseded == {}

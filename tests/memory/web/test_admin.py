@@ -88,3 +88,20 @@ def test_forget_user_command_asks_for_confirmation(make_user, memory):
     assert not DialoguePage.objects.filter(user=user).exists() and not KnowledgeFact.objects.filter(user=user).exists()
     with pytest.raises(CommandError, match="Unknown user"):
         call_command("forget_user", "--user", "nobody", "--yes")
+
+
+def test_the_admin_decides_a_review_through_the_service(client, make_user):
+    from memory.services.supersession import supersession_detect
+    from tests.memory.services.test_supersession import JUNE, MARCH, stated
+
+    user = make_user("mover")
+    stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "I live in York.", "User lives in York", JUNE)
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    url = reverse("admin:persona_supersession_changelist")
+    assert "User lives in York" in client.get(url).content.decode()
+    client.post(url, {"action": "accept", "_selected_action": [str(row.pk)]})
+    row.refresh_from_db()
+    assert (row.status, row.decided_by) == ("accepted", "root")
+    assert LifecycleEvent.objects.filter(user=user, kind="fact_superseded", payload__actor="root").exists()
