@@ -31,6 +31,7 @@ from memory.models import (
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete, user_forget
 from memory.services.editing import memory_pin, memory_repress
+from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 EDIT = "memory.edit_any_user"
 
@@ -263,3 +264,38 @@ class MemoryUserAdmin(UserAdmin):
 if admin.site.is_registered(User):
     admin.site.unregister(User)
 admin.site.register(User, MemoryUserAdmin)
+
+# ---------------------------------------------------------------- long-term memory (the persona app's models)
+
+
+@admin.register(KnowledgeFact)
+class KnowledgeFactAdmin(SteeredAdmin):
+    memory_kind = "fact"
+    list_display = ("text", "user", "timestamp", "pinned", "repressed", "version", "cid")
+    list_filter = ("pinned", "repressed")
+    search_fields = ("text", "user__username", "cid")
+    readonly_fields = ("cid", "source_page_ids")
+    list_select_related = ("user",)
+
+
+@admin.register(AgentTrait)
+class AgentTraitAdmin(KnowledgeFactAdmin):
+    memory_kind = "agent_trait"
+    list_display = ("text", "user", "sona", "timestamp", "pinned", "repressed", "version", "cid")
+
+
+@admin.register(UserTrait)
+class UserTraitAdmin(SteeredAdmin):
+    memory_kind = "trait"
+    list_display = ("key", "user", "score", "pinned", "repressed", "version", "updated_at")
+    list_filter = ("pinned", "repressed")
+    search_fields = ("key", "user__username")
+
+    def _ident(self, row) -> str:
+        return row.key
+
+
+@admin.register(UserProfile)
+class UserProfileAdmin(ReadOnlyAdmin):
+    list_display = ("user", "name", "gender", "birth_year", "updated_at")
+    search_fields = ("user__username", "name")
