@@ -27,7 +27,7 @@ def bytes_to_vector(blob: bytes | memoryview | None) -> tuple[float, ...]:
 
 
 class Sona(models.Model):
-    """An agent persona the user talks to (Memoria's sona); its profile is the agent profile."""
+    """A sona: an assistant voice the user talks to; its profile is the agent profile."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sonas")

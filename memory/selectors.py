@@ -14,7 +14,7 @@ from django.utils import timezone
 from memory.config import memory_params
 from memory.engine.heat import recency
 from memory.engine.text import WORD, stem
-from memory.engine.traits import TRAITS_BY_KEY
+from memory.engine.traits import TRAIT_CATALOGUE, TRAITS_BY_KEY
 from memory.models import (
     ApiToken,
     AttachedFile,
@@ -282,7 +282,7 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
             _memoria_row(row, payload.get("memoria", {}))
         elif kind in ("kb_fact", "agent_trait", "user_trait"):
             label = "trait score" if kind == "user_trait" else "similarity"
-            row.scores = [(label, found["persona_scores"].get((kind, ref), 0.0))]
+            row.scores = [(label, found["long_term_scores"].get((kind, ref), 0.0))]
         if ref in weights:  # the Exocortex or Generative Agents terms replace the pages' own scores
             row.scores = _weight_scores(weights[ref])
         row.matched = matched_words(row.text, keywords)
@@ -363,8 +363,10 @@ def _recalled_lookup(user, refs: list[str], payload: dict) -> dict[str, Any]:
     pages = {str(p.id): p for p in DialoguePage.objects.filter(user=user, id__in=ids)}
     text.update({pid: p.query for pid, p in pages.items()})
     text.update({str(s.id): s.summary for s in Segment.objects.filter(user=user, id__in=ids)})
-    scores = {(p.get("kind"), p.get("ref")): p.get("score", 0.0) for p in payload.get("persona", [])}
-    return {"text": text, "pages": pages, "persona_scores": scores}
+    # traces written before the rename keep their long-term scores under "persona"
+    long_term = payload.get("long_term", payload.get("persona", []))
+    scores = {(p.get("kind"), p.get("ref")): p.get("score", 0.0) for p in long_term}
+    return {"text": text, "pages": pages, "long_term_scores": scores}
 
 
 def _page_row(row: RecalledRow, page: DialoguePage, trace: RetrievalTrace, payload: dict) -> None:
@@ -531,3 +533,44 @@ def page_attachments(*, user, page_ids) -> dict[str, list[AttachedFile]]:
     for row in AttachedFile.objects.filter(user=user, page_id__in=list(page_ids)).order_by("created_at", "name"):
         out.setdefault(str(row.page_id), []).append(row)
     return out
+
+# ---------------------------------------------------------------- the profile page and long-term lists
+
+
+def profile_exists(*, user) -> bool:
+    """Whether the person has answered (or skipped) the first-visit profile question."""
+    return UserProfile.objects.filter(user=user).exists()
+
+
+def profile_initial(*, user) -> dict:
+    """The profile form's initial values."""
+    profile = UserProfile.objects.filter(user=user).first()
+    if profile is None:
+        return {}
+    return {"name": profile.name, "gender": profile.gender, "birth_year": profile.birth_year}
+
+
+def profile_get(*, user) -> UserProfile:
+    """The profile, or an empty one (unsaved) when none was given."""
+    return UserProfile.objects.filter(user=user).first() or UserProfile(user=user)
+
+
+def traits_scored(*, user) -> list[dict]:
+    """All the trait dimensions with the user's score, flags and evidence (0 and none when unscored)."""
+    stored = {t.key: t for t in UserTrait.objects.filter(user=user)}
+    rows = []
+    for dimension in TRAIT_CATALOGUE:
+        trait = stored.get(dimension.key)
+        rows.append({"key": dimension.key, "name": dimension.name, "category": dimension.category,
+                     "description": dimension.description, "score": trait.score if trait else 0.0,
+                     "pinned": bool(trait and trait.pinned), "repressed": bool(trait and trait.repressed),
+                     "evidence": list(trait.evidence) if trait else []})
+    return rows
+
+
+def knowledge_base(*, user):
+    return KnowledgeFact.objects.filter(user=user).order_by("-created_at")
+
+
+def agent_traits(*, user):
+    return AgentTrait.objects.filter(user=user).order_by("-created_at")

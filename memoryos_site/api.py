@@ -23,15 +23,15 @@ from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.web.api import router as memory_router
 from memory.web.api_auth import ApiError, BrowserSessionAuth, TokenAuth
 from memory.web.api_files import router as files_router
+from memory.web.api_long_term import router as long_term_router
 from memory.web.api_memories import router as memories_router
 from memory.web.api_sonas import router as sonas_router
 from memory.web.api_supersessions import router as supersessions_router
-from persona.api import router as persona_router
 
 api = NinjaAPI(
     title="MemoryOS", version="1",
     description="A memory operating system for chat assistants: turns, memories (list, search, correct, pin, "
-                "repress, delete), recall with any policy, long-term persona memory, the lifecycle log and "
+                "repress, delete), recall with any policy, long-term memory, the lifecycle log and "
                 "retrieval traces. Authenticate with a personal API token (Bearer) or the browser session.",
     auth=[TokenAuth(), BrowserSessionAuth()],
     throttle=[AuthRateThrottle(settings.MEMORYOS_API["RATE"]), AnonRateThrottle(settings.MEMORYOS_API["ANON_RATE"])],
@@ -41,7 +41,7 @@ api.add_router("/memory/", memories_router)
 api.add_router("/memory/", files_router)
 api.add_router("/memory/", sonas_router)
 api.add_router("/memory/", supersessions_router)
-api.add_router("/persona/", persona_router)
+api.add_router("/long-term/", long_term_router)
 
 
 def error(request, status: int, code: str, message: str, detail=None):

@@ -7,6 +7,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("api/", api.urls),
-    path("persona/", include("persona.urls")),
     path("", include("memory.web.urls")),
 ]

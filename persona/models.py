@@ -1,4 +1,4 @@
-"""Long-term persona memory: user profile, knowledge base, traits, agent traits."""
+"""Long-term memory: user profile, knowledge base, traits, agent traits."""
 
 from __future__ import annotations
 

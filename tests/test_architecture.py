@@ -19,11 +19,10 @@ PACKAGES = ("memory", "persona", "memoryos_site")
 
 FRAMEWORKS = ("django", "qdrant_client", "qdrant_edge", "openai", "torch", "sentence_transformers", "onnxruntime",
               "channels", "ninja")
-EDGES = ("memory.web", "memory.management", "memory.templatetags", "persona.views", "persona.forms", "persona.urls",
-         "memoryos_site")
+EDGES = ("memory.web", "memory.management", "memory.templatetags", "memoryos_site")
 MODELS = ("memory.models", "persona.models")
-SERVICES = ("memory.services", "persona.services")
-SELECTORS = ("memory.selectors", "persona.selectors", "memory.inspector")
+SERVICES = ("memory.services",)
+SELECTORS = ("memory.selectors", "memory.inspector")
 
 # (who, what it must not import, why)
 CONTRACTS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
@@ -32,9 +31,10 @@ CONTRACTS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (("memory.adapters",), ("memory.models", "memory.services", "memory.recall", "memory.selectors", "memory.web",
                             "memory.config", "persona.", "memoryos_site."),
      "adapters implement engine ports and know nothing of models"),
-    (("memory.recall",), ("memory.services", "memory.selectors", "memory.web", "memory.management", "persona.services",
-                          "persona.selectors", "persona.views"),
+    (("memory.recall",), ("memory.services", "memory.selectors", "memory.web", "memory.management"),
      "recall reads; what it writes (visits, the trace) is memory.services.recall's"),
+    (("persona",), ("memory.", "memoryos_site.", "channels", "ninja"),
+     "long-term memory's models depend on nothing of the project: memory depends on them, never the reverse"),
     (SELECTORS, (*SERVICES, *EDGES), "selectors read and never write"),
     (SERVICES, EDGES, "services are called by the edges, never the other way"),
     (EDGES, MODELS, "edges read through selectors and write through services"),
@@ -256,3 +256,17 @@ def test_private_names_and_forbidden_layers_are_found(tmp_path) -> None:
     assert "memory.web.views:1 imports memory.models: edges read through selectors and write through services" in found
     assert not any(v.startswith("memory.web.fine") for v in found)
     assert len(found) == 4
+
+
+def test_long_term_memory_depending_back_on_memory_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/services/__init__.py": "",
+        "memory/services/long_term.py": "from persona.models import KnowledgeFact\n",
+        "persona/__init__.py": "",
+        "persona/models.py": "from django.db import models\n",
+        "persona/promote.py": "from memory.services import long_term\n",
+    })
+    assert violations(root, packages=("memory", "persona")) == [
+        "persona.promote:1 imports memory.services.long_term: long-term memory's models depend on nothing of the "
+        "project: memory depends on them, never the reverse"]

@@ -340,7 +340,7 @@ class StoreBuilder:
 
     def _evidence_nodes(self, p: DialoguePage) -> None:
         """The graph node of the trait evidence `_history` records for every fiftieth page, as
-        persona.services._trait_update writes it."""
+        memory.services.long_term._trait_update writes it."""
         if not p.segment_id or p.seq % 50:
             return
         key = TRAIT_KEYS[p.seq % len(TRAIT_KEYS)]

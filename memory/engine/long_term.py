@@ -1,4 +1,4 @@
-"""Long-term persona memory: bounded FIFO queues for the KB and agent traits."""
+"""Long-term memory: bounded FIFO queues for the KB and agent traits."""
 
 from __future__ import annotations
 

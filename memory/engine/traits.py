@@ -1,4 +1,4 @@
-"""The 90 user-trait dimensions of long-term persona memory, and offline evidence for them.
+"""The 90 user-trait dimensions of long-term memory, and offline evidence for them.
 
 MemoryOS keeps user traits as 90 dimensions in three categories (basic needs and personality,
 AI alignment, content platform interest tags). The seeds name 51 (shared/traits_51.txt, kept

@@ -357,7 +357,7 @@ def segment_labels(*, user) -> dict[str, str]:
     return {str(s.id): segment_label(s) for s in Segment.objects.filter(user=user).only("id", "keywords")}
 
 
-# ------------------------------------------------------------------ long-term persona memory
+# ------------------------------------------------------------------ long-term memory
 
 @dataclass
 class TraitRow:

@@ -1,6 +1,6 @@
 """What every write path shares: the per-user lock, embedding that degrades, and the input error.
 
-Memory changes only through memory/services/ and persona/services.py; both take these from here.
+Memory changes only through memory/services/, which take these from here.
 """
 
 from __future__ import annotations

@@ -347,7 +347,7 @@ def _chains_resummarise(user, chains: Iterable) -> None:
 # ------------------------------------------------------------------ the right to erasure
 
 def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
-    """Delete everything of one user's memory: pages, segments, persona memory, recollections, the graph, traces,
+    """Delete everything of one user's memory: pages, segments, long-term memory, recollections, the graph, traces,
     events (and their text), sonas, the profile, the vectors. The account stays (deleting it is the
     admin's); one event records that it happened, with counts and no content."""
     reason = reason_clean(reason)

@@ -52,8 +52,8 @@ def conversations_validate(conversations: Sequence[Conversation]) -> None:
     limit = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
     problems = [problem for index, conversation in enumerate(conversations)
                 for problem in conversation_problems(conversation, index=index, max_chars=limit)]
-    # speaker_b becomes the persona the conversation is held with: a name the chat would take.
-    problems += [f"sample {index} ({conversation.sample_id}), field 'speaker_b': a persona's name is at most "
+    # speaker_b becomes the sona the conversation is held with: a name the chat would take.
+    problems += [f"sample {index} ({conversation.sample_id}), field 'speaker_b': a sona's name is at most "
                  f"{SONA_NAME_MAX_CHARS} characters; this one has {len(conversation.speaker_b.strip())}"
                  for index, conversation in enumerate(conversations)
                  if not 0 < len(conversation.speaker_b.strip()) <= SONA_NAME_MAX_CHARS]

@@ -39,6 +39,7 @@ from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
 from memory.services.exocortex import recollections_make
+from memory.services.long_term import promote_segment
 from memory.services.model_tasks import summarise_segment
 from memory.services.pages import page_point, page_reply_store, page_row_text, page_text
 from memory.services.segments import (
@@ -51,7 +52,6 @@ from memory.services.segments import (
 )
 from memory.services.supersession import supersession_detect_pending
 from memory.services.utterances import index_turns
-from persona.services import persona_promote_segment
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +259,6 @@ def _promote(user_id: int, now: datetime) -> list[str]:
               for s in Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).defer("embedding")]
     promoted = []
     for promotion in mid_term.plan_promotions(active, now=now, params=params):
-        if persona_promote_segment(user_id=user_id, segment_id=promotion.segment_id, heat=promotion.heat, now=now):
+        if promote_segment(user_id=user_id, segment_id=promotion.segment_id, heat=promotion.heat, now=now):
             promoted.append(promotion.segment_id)
     return promoted

@@ -150,7 +150,7 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                     "stm": [i.ref for i in found.stm],
                     "stm_similarity": {i.ref: i.breakdown["similarity"] for i in found.stm
                                        if "similarity" in i.breakdown},
-                    "persona": [{"kind": i.kind, "ref": i.ref, "score": round(i.score, 4)}
+                    "long_term": [{"kind": i.kind, "ref": i.ref, "score": round(i.score, 4)}
                                 for i in found.long_term],
                     "heat_changes": heat_changes,
                     "policy": found.policy.name,

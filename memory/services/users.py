@@ -1,4 +1,4 @@
-"""Users and the assistant personas (sonas) they talk to."""
+"""Users and the assistant sonas they talk to."""
 
 from __future__ import annotations
 
@@ -46,18 +46,18 @@ def user_get(*, username: str, create: bool = False):
     return user
 
 
-# The chat's persona form and the REST API accept the same names and profiles.
+# The chat's sona form and the REST API accept the same names and profiles.
 SONA_NAME_MAX_CHARS = 40
 SONA_PROFILE_MAX_CHARS = 600
 
 
 def sona_name_validate(name: str) -> str:
-    """A persona's name as the chat's form takes it: stripped, not empty, at most 40 characters."""
+    """A sona's name as the chat's form takes it: stripped, not empty, at most 40 characters."""
     name = (name or "").strip()
     if not name:
-        raise MemoryInputError("A persona needs a name.")
+        raise MemoryInputError("A sona needs a name.")
     if len(name) > SONA_NAME_MAX_CHARS:
-        raise MemoryInputError(f"A persona's name is at most {SONA_NAME_MAX_CHARS} characters; "
+        raise MemoryInputError(f"A sona's name is at most {SONA_NAME_MAX_CHARS} characters; "
                                f"this one has {len(name)}.")
     return name
 
@@ -72,7 +72,7 @@ def sona_get_or_create(*, user, name: str | None = None, profile: str = "", reca
             return default
         name = "assistant"
     if len(profile) > SONA_PROFILE_MAX_CHARS:
-        raise MemoryInputError(f"A persona's profile is at most {SONA_PROFILE_MAX_CHARS} characters.")
+        raise MemoryInputError(f"A sona's profile is at most {SONA_PROFILE_MAX_CHARS} characters.")
     sona, created = Sona.objects.get_or_create(
         user=user, name=sona_name_validate(name),
         defaults={"profile": profile or "A helpful, warm personal assistant.", "recall_policy": recall_policy,
@@ -88,7 +88,7 @@ def sona_create(*, user, name: str, profile: str = "", recall_policy: str = "") 
     refused (MemoryInputError), where sona_get_or_create would hand back the existing one."""
     name = sona_name_validate(name)
     if Sona.objects.filter(user=user, name__iexact=name).exists():
-        raise MemoryInputError(f"You already have a persona named {name!r}.")
+        raise MemoryInputError(f"You already have a sona named {name!r}.")
     if recall_policy:
         try:
             get_policy(recall_policy)
@@ -101,9 +101,9 @@ def sona_rename(*, user, sona: Sona, name: str) -> Sona:
     """Rename one of the user's sonas and embed its new name; a name another of theirs has is refused."""
     name = sona_name_validate(name)
     if sona.user_id != user.pk:
-        raise MemoryInputError("That persona is not yours.")
+        raise MemoryInputError("That sona is not yours.")
     if Sona.objects.filter(user=user, name=name).exclude(pk=sona.pk).exists():
-        raise MemoryInputError(f"You already have a persona named {name!r}.")
+        raise MemoryInputError(f"You already have a sona named {name!r}.")
     with transaction.atomic():
         sona.name = name
         sona.save(update_fields=["name"])

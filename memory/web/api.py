@@ -57,14 +57,14 @@ def turn_out(result: TurnResult) -> dict[str, Any]:
 
 
 def _sona(user, payload: TurnIn):
-    """The persona the turn names: the user's own, created only when the request asks for it."""
+    """The sona the turn names: the user's own, created only when the request asks for it."""
     if payload.sona is None:
         return sona_get_or_create(user=user)
     found = sona_named(user=user, name=payload.sona)
     if found is not None:
         return found
     if not payload.create_sona:
-        raise MemoryInputError(f"Unknown persona {payload.sona.strip()!r}; send \"create_sona\": true to create it.")
+        raise MemoryInputError(f"Unknown sona {payload.sona.strip()!r}; send \"create_sona\": true to create it.")
     return sona_get_or_create(user=user, name=payload.sona, profile=payload.sona_profile)
 
 

@@ -143,7 +143,7 @@ def recall(request, payload: RecallIn, user: str | None = None):
 
 
 def _recall(user, payload: RecallIn) -> dict[str, Any]:
-    # a recall changes nothing (unless asked to warm memories): no persona is made for it
+    # a recall changes nothing (unless asked to warm memories): no sona is made for it
     sona = sona_or_404(user, payload.sona) if payload.sona else None
     try:
         found = recall_for_query(user=user, query=payload.query, sona=sona, policy=payload.policy,

@@ -1,4 +1,4 @@
-"""REST routes for personas (Memoria's sonas): list them with their memory counts, create one,
+"""REST routes for sonas (the assistant's voices): list them with their memory counts, create one,
 rename one (its name is embedded again: sona similarity compares names), and list the memories that
 belong to one, each with how it joined. Handlers parse, call one service or selector, return;
 `?user=NAME` acts for another user (staff, audited)."""
@@ -25,22 +25,22 @@ def sona_out(sona, memories: int) -> dict[str, Any]:
 
 
 def sona_or_404(user, name: str):
-    """The user's persona by name; a 404 for a name they have none of (a lookup never makes one)."""
+    """The user's sona by name; a 404 for a name they have none of (a lookup never makes one)."""
     sona = selectors.sona_named(user=user, name=name)
     if sona is None:
-        raise ApiError(404, "not_found", f"Unknown persona {name.strip()!r}.")
+        raise ApiError(404, "not_found", f"Unknown sona {name.strip()!r}.")
     return sona
 
 
 @router.get("/sonas", response={200: list[SonaOut], **ERRORS})
 def list_sonas(request, user: str | None = None):
-    """The user's personas, oldest first, each with the number of memories that belong to it."""
+    """The user's sonas, oldest first, each with the number of memories that belong to it."""
     return [sona_out(sona, count) for sona, count in selectors.sona_counts(user=caller_of(request, user).user)]
 
 
 @router.post("/sonas", response={200: SonaOut, **ERRORS})
 def create_sona(request, payload: SonaIn, user: str | None = None):
-    """A new persona; a name the user already has (case aside) is refused, as is an unknown policy."""
+    """A new sona; a name the user already has (case aside) is refused, as is an unknown policy."""
     caller = caller_of(request, user)
     sona = sona_create(user=caller.user, name=payload.name, profile=payload.profile,
                        recall_policy=payload.recall_policy)
@@ -49,7 +49,7 @@ def create_sona(request, payload: SonaIn, user: str | None = None):
 
 @router.patch("/sonas/{name}", response={200: SonaOut, **ERRORS})
 def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = None):
-    """Rename a persona; its memories stay with it, and its name is embedded again."""
+    """Rename a sona; its memories stay with it, and its name is embedded again."""
     caller = caller_of(request, user)
     sona = sona_rename(user=caller.user, sona=sona_or_404(caller.user, name), name=payload.name)
     return sona_out(sona, selectors.sona_memberships(user=caller.user, sona=sona).count())
@@ -58,7 +58,7 @@ def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = No
 @router.get("/sonas/{name}/memories", response={200: list[SonaMemoryOut], **ERRORS})
 @paginate(Pages)
 def sona_memories(request, name: str, user: str | None = None):
-    """The memories that belong to a persona, newest first, with how each joined it."""
+    """The memories that belong to a sona, newest first, with how each joined it."""
     caller = caller_of(request, user)
     rows = selectors.sona_memberships(user=caller.user, sona=sona_or_404(caller.user, name))
     return Projected(rows, convert_page=lambda page: _memories_out(caller.user, page))

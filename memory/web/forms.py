@@ -1,9 +1,10 @@
-"""Forms of the browser chat: sign-up and a new assistant persona (sona)."""
+"""Forms of the browser chat: sign-up, a new sona (the assistant's voice), the user's profile."""
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
+from django.utils import timezone
 
 from memory.recall.base import default_policy_name, get_policy, policy_names
 from memory.selectors import sona_name_taken
@@ -34,7 +35,7 @@ class SonaForm(forms.Form):
     def clean_name(self) -> str:
         name = self.cleaned_data["name"]
         if sona_name_taken(user=self.user, name=name):
-            raise forms.ValidationError("You already have a persona with this name.")
+            raise forms.ValidationError("You already have a sona with this name.")
         return name
 
 
@@ -49,3 +50,19 @@ class DecaySettingsForm(forms.Form):
         min_value=0.0001, max_value=0.89, label="Long-term decay threshold",
         help_text="The recency your oldest memory decays to (0.01 by default: old but relevant memories still "
                   "come back, old irrelevant ones stay quiet).")
+
+class ProfileForm(forms.Form):
+    name = forms.CharField(max_length=120, strip=True, label="What should I call you?",
+                           widget=forms.TextInput(attrs={"autocomplete": "given-name",
+                                                         "placeholder": "Your name"}))
+    gender = forms.CharField(max_length=40, required=False, strip=True, label="Gender (optional)",
+                             widget=forms.TextInput(attrs={"list": "gender-options", "autocomplete": "off"}))
+    birth_year = forms.IntegerField(required=False, label="Birth year (optional)",
+                                    widget=forms.NumberInput(attrs={"placeholder": "e.g. 1990", "min": 1900}))
+
+    def clean_birth_year(self) -> int | None:
+        year = self.cleaned_data["birth_year"]
+        this_year = timezone.now().year
+        if year is not None and not 1900 <= year <= this_year:
+            raise forms.ValidationError(f"Enter a year between 1900 and {this_year}.")
+        return year

@@ -57,10 +57,10 @@ def _ipld_json(value: Any) -> Any:
 
 
 def _known_sona(user, name: str):
-    """The persona a recall names: a recall changes nothing, so an unknown one is refused, not made."""
+    """The sona a recall names: a recall changes nothing, so an unknown one is refused, not made."""
     found = selectors.sona_named(user=user, name=name)
     if found is None:
-        raise MemoryInputError(f"Unknown persona {name.strip()!r}: recall changes nothing, so it makes no persona "
+        raise MemoryInputError(f"Unknown sona {name.strip()!r}: recall changes nothing, so it makes no sona "
                                "(add_memory with this sona, or the chat, makes one).")
     return found
 

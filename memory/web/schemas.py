@@ -10,8 +10,8 @@ from memory.services.users import SONA_NAME_MAX_CHARS, SONA_PROFILE_MAX_CHARS
 
 class TurnIn(Schema):
     message: str = Field(..., min_length=1, max_length=4000)
-    # A persona of the user's by name (default: their default one). An unknown name is refused
-    # unless create_sona is true; the new persona then gets sona_profile.
+    # A sona of the user's by name (default: their default one). An unknown name is refused
+    # unless create_sona is true; the new sona then gets sona_profile.
     sona: str | None = Field(None, min_length=1, max_length=SONA_NAME_MAX_CHARS)
     create_sona: bool = False
     sona_profile: str = Field("", max_length=SONA_PROFILE_MAX_CHARS)
@@ -175,7 +175,7 @@ class TraceOut(Schema):
 
 
 class SonaOut(Schema):
-    """A persona (Memoria's sona) and how many memories belong to it."""
+    """A sona (the assistant's voice) and how many memories belong to it."""
 
     id: str
     name: str
@@ -204,3 +204,41 @@ class SonaMemoryOut(Schema):
     text: str
     via: str
     joined_at: datetime
+
+# ---------------------------------------------------------------- long-term memory
+
+
+class ProfileOut(Schema):
+    name: str
+    gender: str
+    birth_year: int | None
+    extra: dict
+
+
+class ProfileIn(Schema):
+    name: str | None = Field(None, max_length=120)
+    gender: str | None = Field(None, max_length=40)
+    birth_year: int | None = None
+
+
+class TraitOut(Schema):
+    key: str
+    name: str
+    category: str
+    description: str
+    score: float
+    pinned: bool
+    repressed: bool
+    evidence: list[dict]
+
+
+class EntryOut(Schema):
+    id: str
+    text: str
+    timestamp: datetime | None
+    segment_id: str | None
+    source_page_ids: list[str]
+    pinned: bool
+    repressed: bool
+    version: int
+    cid: str

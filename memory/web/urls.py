@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.web import editing, inspector, supersessions, tokens, views
+from memory.web import editing, inspector, profile, supersessions, tokens, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -10,6 +10,8 @@ urlpatterns = [
     path("chat/sonas/select/", views.sona_select, name="sona_select"),
     path("chat/sonas/rename/", views.sona_rename_view, name="sona_rename"),
     path("chat/turns/<uuid:page_id>/recall/", views.recall_panel, name="turn_recall"),
+    path("profile/", profile.profile, name="profile"),
+    path("profile/skip/", profile.profile_skip, name="profile_skip"),
     path("settings/tokens/", tokens.tokens, name="api_tokens"),
     path("settings/decay/", views.decay_settings, name="decay_settings"),
     path("inspector/", inspector.inspector_home, name="inspector_home"),

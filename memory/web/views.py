@@ -1,4 +1,4 @@
-"""The browser chat: the page, sign-up, persona (sona) switching and the "what I remembered" panels.
+"""The browser chat: the page, sign-up, sona switching and the "what I remembered" panels.
 
 A view returns a template partial when htmx asks (django-htmx's `request.htmx`); the chat itself
 runs over the websocket (memory/web/consumers.py).
@@ -13,14 +13,20 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memory.selectors import chat_history, memory_stats, sona_for_user, sona_list, turn_recall
+from memory.selectors import (
+    chat_history,
+    memory_stats,
+    profile_exists,
+    profile_initial,
+    sona_for_user,
+    sona_list,
+    turn_recall,
+)
 from memory.services.common import MemoryInputError
 from memory.services.exocortex import decay_settings_update
 from memory.services.users import sona_get_or_create, sona_rename
-from memory.web.forms import DecaySettingsForm, SignUpForm, SonaForm
+from memory.web.forms import DecaySettingsForm, ProfileForm, SignUpForm, SonaForm
 from memory.web.htmx import refused_status
-from persona.forms import ProfileForm
-from persona.selectors import profile_exists, profile_initial
 
 SESSION_SONA = "chat_sona_id"
 
@@ -31,7 +37,7 @@ def _active_sona(request):
     return sona or sona_get_or_create(user=request.user)
 
 
-def _persona_context(request, form: SonaForm | None = None, rename_error: str = "") -> dict:
+def _sona_context(request, form: SonaForm | None = None, rename_error: str = "") -> dict:
     active = _active_sona(request)
     return {"sonas": sona_list(user=request.user), "active_sona": active,
             "sona_form": form or SonaForm(user=request.user), "rename_error": rename_error}
@@ -48,7 +54,7 @@ def home(request):
         "pages": pages, "total": total, "stats": memory_stats(user=request.user),
         "ask_profile": not profile_exists(user=request.user),
         "profile_form": ProfileForm(),
-        "max_chars": settings.MEMORYOS["MAX_MESSAGE_CHARS"], **_persona_context(request),
+        "max_chars": settings.MEMORYOS["MAX_MESSAGE_CHARS"], **_sona_context(request),
         "max_files": settings.MEMORYOS["MAX_FILES_PER_TURN"], "max_file_bytes": settings.MEMORYOS["MAX_FILE_BYTES"],
     }
     return render(request, "memory/home.html", context)
@@ -78,7 +84,7 @@ def sona_select(request):
         request.session[SESSION_SONA] = str(sona.id)
     if not request.htmx:
         return redirect("home")
-    return render(request, "memory/home.html#persona-bar", _persona_context(request))
+    return render(request, "memory/home.html#sona-bar", _sona_context(request))
 
 
 @login_required
@@ -93,15 +99,15 @@ def sona_create(request):
         form = None
     if not request.htmx:
         return redirect("home")
-    context = _persona_context(request, form)
+    context = _sona_context(request, form)
     context["creating"] = form is not None
-    return render(request, "memory/home.html#persona-bar", context)
+    return render(request, "memory/home.html#sona-bar", context)
 
 
 @login_required
 @require_POST
 def sona_rename_view(request):
-    """Rename the persona in use: its memories stay with it (Memoria embeds the new name)."""
+    """Rename the sona in use: its memories stay with it (Memoria embeds the new name)."""
     error = ""
     try:
         sona_rename(user=request.user, sona=_active_sona(request), name=request.POST.get("name", ""))
@@ -109,8 +115,8 @@ def sona_rename_view(request):
         error = str(exc)
     if not request.htmx:
         return redirect("home")
-    context = _persona_context(request, rename_error=error)
-    return render(request, "memory/home.html#persona-bar", context, status=refused_status(request, bool(error)))
+    context = _sona_context(request, rename_error=error)
+    return render(request, "memory/home.html#sona-bar", context, status=refused_status(request, bool(error)))
 
 
 @require_http_methods(["GET", "POST"])
@@ -141,6 +147,6 @@ def decay_settings(request):
         if saved:
             return redirect("profile")
         profile_form = ProfileForm(initial=profile_initial(user=request.user))
-        return render(request, "persona/profile.html", {"form": profile_form, "decay_form": form}, status=400)
-    return render(request, "persona/profile.html#decay-form", {"decay_form": form, "decay_saved": saved},
+        return render(request, "memory/profile.html", {"form": profile_form, "decay_form": form}, status=400)
+    return render(request, "memory/profile.html#decay-form", {"decay_form": form, "decay_saved": saved},
                   status=refused_status(request, not saved))

@@ -348,7 +348,7 @@
   });
   input.addEventListener("input", updateCounter);
 
-  // The persona bar is swapped by htmx; keep the placeholder in step with the chosen persona.
+  // The sona bar is swapped by htmx; keep the placeholder in step with the chosen sona.
   // A note swapped in with data-dismiss-after (the profile card's "Thanks") goes away by itself.
   document.body.addEventListener("htmx:afterSwap", () => {
     const select = document.getElementById("sona-select");

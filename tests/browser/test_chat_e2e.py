@@ -1,5 +1,5 @@
 """End to end in Chromium: sign up, fill in the profile, chat nine turns over the websocket (two
-personas, a second tab watching), reload, and find every turn and the STM → MTM move."""
+sonas, a second tab watching), reload, and find every turn and the STM → MTM move."""
 
 from __future__ import annotations
 
@@ -75,11 +75,11 @@ def test_chat_remembers_across_reload_and_moves_old_turns_to_mtm(memoryos_server
         send(page, text, i)
     assert {"thinking", "streaming", "done"} <= set(page.evaluate("[...window.__turnStates]"))
 
-    # A second persona, created and selected over htmx; memory is shared with the first.
-    page.click(".new-persona summary")
-    page.fill("#persona-bar #id_name", "coach")
-    page.fill("#persona-bar #id_profile", "An encouraging running and wellbeing coach.")
-    page.click("#persona-bar button[type=submit]")
+    # A second sona, created and selected over htmx; memory is shared with the first.
+    page.click(".new-sona summary")
+    page.fill("#sona-bar #id_name", "coach")
+    page.fill("#sona-bar #id_profile", "An encouraging running and wellbeing coach.")
+    page.click("#sona-bar button[type=submit]")
     expect(page.locator("#sona-select option:checked")).to_have_text("coach")
 
     # A second tab of the same person sees the next turns arrive live.

@@ -28,7 +28,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--user", required=True, help="created if it does not exist")
-        parser.add_argument("--sona", default=None, help="the assistant persona to talk to")
+        parser.add_argument("--sona", default=None, help="the assistant sona to talk to")
         parser.add_argument("--trace", action="store_true", help="show what was recalled for each reply")
 
     def handle(self, *args, **opts):

@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand
 from memory.formats.locomo import load_conversations
 from memory.selectors import memory_stats
 from memory.services.importing import conversation_import
+from memory.services.long_term import profile_update
 from memory.services.users import sona_get_or_create, user_ensure
-from persona.services import profile_update
 
 DEMO_CONVERSATION = Path(__file__).resolve().parents[2] / "formats" / "demo" / "demo_conversation.json"
 

@@ -10,7 +10,7 @@ from memory.services.users import user_get
 
 
 class Command(BaseCommand):
-    help = ("Delete everything of one user's memory (pages, segments, persona memory, graph, traces, events, "
+    help = ("Delete everything of one user's memory (pages, segments, long-term memory, graph, traces, events, "
             "vectors). The account stays. Final: there is no undo.")
 
     def add_arguments(self, parser):

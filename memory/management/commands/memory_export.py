@@ -12,7 +12,7 @@ from memory.services.portable import memory_export
 
 
 class Command(BaseCommand):
-    help = "Export one user's memory (nodes, pages, segments, persona, sonas) as a CARv1 archive."
+    help = "Export one user's memory (nodes, pages, segments, long-term memory, sonas) as a CARv1 archive."
 
     def add_arguments(self, parser):
         parser.add_argument("--user", required=True)

@@ -70,7 +70,7 @@ def test_a_turn_id_given_twice_is_refused(tmp_path):
 def test_a_speaker_who_could_not_be_a_persona_is_refused(tmp_path):
     odd = sample(SIX_TURNS)
     odd["conversation"]["speaker_b"] = "B" * 41
-    with pytest.raises(CommandError, match=r"sample 0 \(tiny\), field 'speaker_b': a persona's name is at most 40"):
+    with pytest.raises(CommandError, match=r"sample 0 \(tiny\), field 'speaker_b': a sona's name is at most 40"):
         run("import_conversation", str(write(tmp_path, [odd])), "--user", "ana")
     assert DialoguePage.objects.count() == 0
 

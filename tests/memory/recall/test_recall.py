@@ -11,11 +11,11 @@ from memory.adapters import configured
 from memory.engine.hybrid_scoring import PART_NAMES
 from memory.models import DialoguePage, RetrievalTrace, Segment, Tier
 from memory.recall.base import get_policy
+from memory.services.long_term import profile_update
 from memory.services.pages import page_start
 from memory.services.recall import recall_for_query
 from memory.services.turns import page_complete, turn_run
 from persona.models import UserTrait
-from persona.services import profile_update
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 

@@ -13,12 +13,12 @@ from memory.services import graph
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete, user_forget
 from memory.services.editing import memory_correct, memory_pin, memory_repress
+from memory.services.long_term import lpm_point
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_start
 from memory.services.recall import recall_for_query
 from memory.services.turns import page_complete
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
-from persona.services import lpm_point
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 
@@ -85,7 +85,7 @@ def test_a_pinned_page_keeps_its_segment(make_user, memory_env):
 
 
 def test_a_pinned_fact_survives_the_fifo(make_user, memory_env):
-    from persona.services import _trim_fifo  # the FIFO step itself
+    from memory.services.long_term import _trim_fifo  # the FIFO step itself
 
     tune(memory_env, KB_CAPACITY=2)
     user = make_user()

@@ -227,7 +227,7 @@ def test_a_turn_that_stopped_mid_reply_still_enters_memory(make_user, memory_env
 
 
 def test_promotion_reads_only_pages_new_since_the_last_or_else_the_latest(make_user, memory_env, monkeypatch):
-    from persona import services as persona_services
+    from memory.services import long_term as long_term_services
 
     tune(memory_env, STM_CAPACITY=1)
     user = make_user()
@@ -238,19 +238,19 @@ def test_promotion_reads_only_pages_new_since_the_last_or_else_the_latest(make_u
     add_page(user, "Unrelated closing line about taxes.", "")
     segment = Segment.objects.get(user=user, promoted_count__gt=0)
     read: list[list[int]] = []
-    extract = persona_services.extract_from_pages
-    monkeypatch.setattr(persona_services, "extract_from_pages",
+    extract = long_term_services.extract_from_pages
+    monkeypatch.setattr(long_term_services, "extract_from_pages",
                         lambda pages: read.append([p.seq for p in pages]) or extract(pages))
-    monkeypatch.setattr(persona_services, "PROMOTE_FALLBACK_PAGES", 2)
+    monkeypatch.setattr(long_term_services, "PROMOTE_FALLBACK_PAGES", 2)
     in_segment = list(DialoguePage.objects.filter(segment=segment).order_by("seq").values_list("seq", flat=True))
 
     # One page moved in after the last promotion: only it is read.
     newest = in_segment[-1]
     DialoguePage.objects.filter(user=user, seq=newest).update(moved_at=timezone.now())
     Segment.objects.filter(id=segment.id).update(l_interaction=1)
-    assert persona_services.persona_promote_segment(user_id=user.pk, segment_id=str(segment.id), heat=9.0)
+    assert long_term_services.promote_segment(user_id=user.pk, segment_id=str(segment.id), heat=9.0)
     # Nothing new since: the segment's latest PROMOTE_FALLBACK_PAGES pages, oldest first.
     Segment.objects.filter(id=segment.id).update(l_interaction=1)
-    assert persona_services.persona_promote_segment(user_id=user.pk, segment_id=str(segment.id), heat=9.0)
+    assert long_term_services.promote_segment(user_id=user.pk, segment_id=str(segment.id), heat=9.0)
 
     assert len(in_segment) > 2 and read == [[newest], in_segment[-2:]]

@@ -153,7 +153,7 @@ NEWCOMER_FACTS = [
 @pytest.mark.slow
 def test_a_newcomers_statements_are_remembered_and_questions_answered_from_them(make_user):
     """The run the issue describes, on the real model: ten statements, then questions about them."""
-    from persona.services import profile_update
+    from memory.services.long_term import profile_update
 
     user = make_user("sam")
     profile_update(user=user, name="Sam Rivera")

@@ -88,13 +88,13 @@ ROUTES: dict[str, list[Route]] = {
     "api/memory/events": [Route("GET", "/api/memory/events", API_LIST)],
     "api/memory/traces": [Route("GET", "/api/memory/traces", API_LIST)],
     "api/memory/traces/<trace_id>": [Route("GET", "/api/memory/traces/{trace}", API_OWNED)],
-    "api/persona/profile": [Route("GET", "/api/persona/profile", API_LIST),
-                            Route("PUT", "/api/persona/profile", API_LIST, {"gender": ""})],
-    "api/persona/traits": [Route("GET", "/api/persona/traits", API_LIST)],
-    "api/persona/kb": [Route("GET", "/api/persona/kb", API_LIST)],
-    "api/persona/agent-traits": [Route("GET", "/api/persona/agent-traits", API_LIST)],
-    "persona/profile/": [Route("GET", "/persona/profile/", PAGE)],
-    "persona/profile/skip/": [Route("POST", "/persona/profile/skip/", {**PAGE, "owner": 302, "other": 302,
+    "api/long-term/profile": [Route("GET", "/api/long-term/profile", API_LIST),
+                            Route("PUT", "/api/long-term/profile", API_LIST, {"gender": ""})],
+    "api/long-term/traits": [Route("GET", "/api/long-term/traits", API_LIST)],
+    "api/long-term/kb": [Route("GET", "/api/long-term/kb", API_LIST)],
+    "api/long-term/agent-traits": [Route("GET", "/api/long-term/agent-traits", API_LIST)],
+    "profile/": [Route("GET", "/profile/", PAGE)],
+    "profile/skip/": [Route("POST", "/profile/skip/", {**PAGE, "owner": 302, "other": 302,
                                                                        "staff": 302})],
     "": [Route("GET", "/", PAGE)],
     "chat/stats/": [Route("GET", "/chat/stats/", PAGE)],
@@ -220,7 +220,7 @@ def test_acting_for_the_owner_through_the_api(world):
     tokens = {**tokens, "staff_token": staff_token}
     for pattern, routes in ROUTES.items():
         for route in routes:
-            if not pattern.startswith("api/memory/") and not pattern.startswith("api/persona/"):
+            if not pattern.startswith("api/memory/") and not pattern.startswith("api/long-term/"):
                 continue
             refused = request("other_token", route, ids, sessions, tokens, acting_for="owner")
             assert refused.status_code == 404 and SECRET.encode() not in refused.content, (pattern, route.method)

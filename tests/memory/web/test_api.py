@@ -88,7 +88,7 @@ def test_recall_of_an_unknown_persona_is_refused_and_creates_nothing(client, ana
     before = Sona.objects.filter(user=user).count()
     refused = client.post("/api/memory/recall", json.dumps({"query": "x", "sona": "stranger"}),
                           content_type="application/json", **bearer(text))
-    assert refused.status_code == 404 and refused.json()["message"] == "Unknown persona 'stranger'."
+    assert refused.status_code == 404 and refused.json()["message"] == "Unknown sona 'stranger'."
     assert Sona.objects.filter(user=user).count() == before
 
 
@@ -154,13 +154,14 @@ def test_recall_changes_nothing_unless_asked_and_lists_are_paginated(client, ana
     assert unknown.status_code == 400 and unknown.json()["code"] == "unknown_policy"
     events = client.get("/api/memory/events?limit=1", **auth).json()
     assert events["count"] == before and len(events["items"]) == 1
-    traits = client.get("/api/persona/traits?limit=10&offset=85", **auth).json()
+    traits = client.get("/api/long-term/traits?limit=10&offset=85", **auth).json()
     assert traits["count"] == 90 and len(traits["items"]) == 5
-    assert client.get("/api/persona/profile", **auth).json()["name"] == ""
-    put = client.put("/api/persona/profile", json.dumps({"name": "Ana", "birth_year": 1990}),
+    assert client.get("/api/long-term/profile", **auth).json()["name"] == ""
+    put = client.put("/api/long-term/profile", json.dumps({"name": "Ana", "birth_year": 1990}),
                      content_type="application/json", **auth).json()
     assert put["name"] == "Ana" and put["birth_year"] == 1990
-    bad = client.put("/api/persona/profile", json.dumps({"birth_year": 1200}), content_type="application/json", **auth)
+    bad = client.put("/api/long-term/profile", json.dumps({"birth_year": 1200}),
+                     content_type="application/json", **auth)
     assert bad.status_code == 400 and "out of range" in bad.json()["message"]
     schema = client.get("/api/memory/memories?limit=nope", **auth)
     assert schema.status_code == 422 and schema.json()["code"] == "validation_error"

@@ -43,7 +43,7 @@ def routes(page_id: str):
     action = st.sampled_from(["correct", "pin", "repress"])
     return st.one_of(
         st.sampled_from([("post", "/api/memory/recall"), ("post", "/api/memory/sonas"),
-                         ("post", "/api/memory/turns"), ("put", "/api/persona/profile"),
+                         ("post", "/api/memory/turns"), ("put", "/api/long-term/profile"),
                          ("patch", "/api/memory/sonas/friend"), ("patch", "/api/memory/sonas/nobody")]),
         st.builds(lambda kind, ident, verb: ("post", f"/api/memory/memories/{kind}/{ident}/{verb}"),
                   kinds, idents, action),

@@ -1,6 +1,6 @@
 """The personas routes of the REST API (Memoria's sonas): listed with their memory counts, created
 (a taken name or an unknown policy refused), renamed (the name embedded again, the memories kept),
-and a persona's memories listed with how each joined; another user's persona is not found."""
+and a sona's memories listed with how each joined; another user's sona is not found."""
 
 from __future__ import annotations
 
@@ -62,12 +62,12 @@ def test_refusals_name_the_problem_and_another_users_persona_is_not_found(api):
     _ana, _bob, call = api
     call("ana", "post", "/api/memory/sonas", {"name": "coach"})
     taken = call("ana", "post", "/api/memory/sonas", {"name": "COACH"})
-    assert taken.status_code == 400 and taken.json()["message"] == "You already have a persona named 'COACH'."
+    assert taken.status_code == 400 and taken.json()["message"] == "You already have a sona named 'COACH'."
     unknown = call("ana", "post", "/api/memory/sonas", {"name": "chef", "recall_policy": "telepathy"})
     assert unknown.status_code == 400 and "unknown recall policy 'telepathy'" in unknown.json()["message"]
     call("ana", "post", "/api/memory/sonas", {"name": "chef"})
     clash = call("ana", "patch", "/api/memory/sonas/chef", {"name": "coach"})
-    assert clash.status_code == 400 and "already have a persona named 'coach'" in clash.json()["message"]
+    assert clash.status_code == 400 and "already have a sona named 'coach'" in clash.json()["message"]
     for method, path, body in (("get", "/api/memory/sonas/coach/memories", None),
                                ("patch", "/api/memory/sonas/coach", {"name": "mine now"})):
         refused = call("bob", method, path, body)

@@ -1,4 +1,4 @@
-"""The REST API: turns drawn from the websocket chat's rate limit, personas validated as the chat's
+"""The REST API: turns drawn from the websocket chat's rate limit, sonas validated as the chat's
 form does and never created by accident, and docs whose assets the app serves itself."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_an_unknown_persona_is_refused_unless_the_request_creates_it(api):
     refused = post(message="Plan my week.", sona="coach")
     assert refused.status_code == 400
     assert refused.json() == {"code": "invalid", "detail": None,
-                              "message": "Unknown persona 'coach'; send \"create_sona\": true to create it."}
+                              "message": "Unknown sona 'coach'; send \"create_sona\": true to create it."}
     assert not Sona.objects.filter(user=user).exists() and not DialoguePage.objects.filter(user=user).exists()
 
     created = post(message="Plan my week.", sona="coach", create_sona=True,

@@ -20,16 +20,16 @@ def signed_in(make_user, name: str):
 @pytest.mark.django_db
 def test_the_profile_page_shows_and_saves_the_decay_settings(make_user):
     user, client = signed_in(make_user, "ana")
-    page = client.get("/persona/profile/")
+    page = client.get("/profile/")
     assert page.status_code == 200 and b'id="decay-settings"' in page.content
     assert b'name="short_term_minutes"' in page.content and b'value="25.0"' in page.content
     saved = client.post("/settings/decay/", {"short_term_minutes": "40", "long_term_threshold": "0.1"}, **HTMX)
     assert saved.status_code == 200 and b"Saved." in saved.content
     state = UserMemoryState.objects.get(user=user)
     assert (state.short_term_minutes, state.long_term_threshold) == (40.0, 0.1)
-    assert b'value="40.0"' in client.get("/persona/profile/").content
+    assert b'value="40.0"' in client.get("/profile/").content
     redirected = client.post("/settings/decay/", {"short_term_minutes": "30", "long_term_threshold": "0.02"})
-    assert redirected.status_code == 302 and redirected["Location"] == "/persona/profile/"
+    assert redirected.status_code == 302 and redirected["Location"] == "/profile/"
     other, _ = signed_in(make_user, "ben")
     assert not UserMemoryState.objects.filter(user=other, short_term_minutes=30.0).exists()
 

@@ -128,7 +128,7 @@ def test_recall_of_an_unknown_persona_is_refused_and_creates_nothing(make_user, 
 
     unknown, known = calls(server_url, token, ("recall", {"prompt": "Lena?", "sona": "stranger"}),
                            ("recall", {"prompt": "Lena?", "sona": "FRIEND"}))
-    assert unknown.is_error and "Unknown persona 'stranger'" in unknown.content[0].text
+    assert unknown.is_error and "Unknown sona 'stranger'" in unknown.content[0].text
     assert not known.is_error
     assert list(Sona.objects.filter(user=alice).values_list("name", flat=True).order_by("name")) == before
 

@@ -7,10 +7,10 @@ import pytest
 from django.test import Client
 
 from memory.models import DialoguePage, Sona, Tier
+from memory.services.long_term import profile_update
 from memory.services.turns import turn_run
 from memory.services.users import sona_get_or_create
 from persona.models import UserProfile
-from persona.services import profile_update
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -25,7 +25,7 @@ def ana_client(make_user):
 
 @pytest.mark.django_db
 def test_pages_need_a_signed_in_user(client):
-    for url in ("/", "/persona/profile/", "/chat/stats/"):
+    for url in ("/", "/profile/", "/chat/stats/"):
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
@@ -53,7 +53,7 @@ def test_sign_up_refuses_a_short_password(client):
 @pytest.mark.django_db
 def test_profile_card_saves_through_profile_update(ana_client):
     user, client = ana_client
-    response = client.post("/persona/profile/", {"card": "1", "name": "Ana", "gender": "female",
+    response = client.post("/profile/", {"card": "1", "name": "Ana", "gender": "female",
                                                  "birth_year": "1990"}, **HTMX)
     assert response.status_code == 200 and b"Thanks, Ana" in response.content
     profile = UserProfile.objects.get(user=user)
@@ -64,10 +64,10 @@ def test_profile_card_saves_through_profile_update(ana_client):
 @pytest.mark.django_db
 def test_the_profile_form_can_take_a_birth_year_back(ana_client):
     user, client = ana_client
-    client.post("/persona/profile/", {"name": "Ana", "gender": "female", "birth_year": "1990"})
+    client.post("/profile/", {"name": "Ana", "gender": "female", "birth_year": "1990"})
     assert "born: 1990" in UserProfile.objects.get(user=user).as_text()
 
-    response = client.post("/persona/profile/", {"name": "Ana", "gender": "female", "birth_year": ""})
+    response = client.post("/profile/", {"name": "Ana", "gender": "female", "birth_year": ""})
 
     assert response.status_code == 302
     profile = UserProfile.objects.get(user=user)
@@ -90,7 +90,7 @@ def test_profile_update_leaves_the_birth_year_unless_it_is_named(make_user):
 @pytest.mark.django_db
 def test_profile_card_shows_errors_in_place(ana_client):
     user, client = ana_client
-    response = client.post("/persona/profile/", {"card": "1", "name": "", "birth_year": "1800"}, **HTMX)
+    response = client.post("/profile/", {"card": "1", "name": "", "birth_year": "1800"}, **HTMX)
     assert response.status_code == 200
     assert b'id="profile-card"' in response.content and b"Enter a year between 1900" in response.content
     assert not UserProfile.objects.filter(user=user).exists()
@@ -99,15 +99,15 @@ def test_profile_card_shows_errors_in_place(ana_client):
 @pytest.mark.django_db
 def test_skipping_the_profile_is_remembered_and_it_can_be_filled_in_later(ana_client):
     user, client = ana_client
-    response = client.post("/persona/profile/skip/", **HTMX)
+    response = client.post("/profile/skip/", **HTMX)
     assert response.status_code == 200 and b"any time" in response.content
     assert b'id="profile-card"' not in client.get("/").content
-    page = client.get("/persona/profile/")
+    page = client.get("/profile/")
     assert page.status_code == 200 and b"Your profile" in page.content
-    response = client.post("/persona/profile/", {"name": "Ana", "gender": "", "birth_year": ""})
+    response = client.post("/profile/", {"name": "Ana", "gender": "", "birth_year": ""})
     assert response.status_code == 302
     assert UserProfile.objects.get(user=user).name == "Ana"
-    assert b'value="Ana"' in client.get("/persona/profile/").content
+    assert b'value="Ana"' in client.get("/profile/").content
 
 
 @pytest.mark.django_db
@@ -115,12 +115,12 @@ def test_personas_are_created_and_selected_per_user(ana_client, make_user):
     user, client = ana_client
     client.get("/")  # the default persona
     response = client.post("/chat/sonas/", {"name": "coach", "profile": "A running coach."}, **HTMX)
-    assert response.status_code == 200 and b'id="persona-bar"' in response.content
+    assert response.status_code == 200 and b'id="sona-bar"' in response.content
     coach = Sona.objects.get(user=user, name="coach")
     assert b"A running coach." in response.content
     assert f'value="{coach.id}" selected'.encode() in response.content
     duplicate = client.post("/chat/sonas/", {"name": "Coach"}, **HTMX)
-    assert b"already have a persona" in duplicate.content
+    assert b"already have a sona" in duplicate.content
     default = Sona.objects.get(user=user, name="assistant")
     response = client.post("/chat/sonas/select/", {"sona": str(default.id)}, **HTMX)
     assert f'value="{default.id}" selected'.encode() in response.content
@@ -139,7 +139,7 @@ def test_the_persona_in_use_is_renamed_in_place_and_a_taken_name_is_refused(ana_
     assert renamed.status_code == 200 and b"Rename running buddy" in renamed.content
     assert sorted(Sona.objects.filter(user=user).values_list("name", flat=True)) == ["assistant", "running buddy"]
     taken = client.post("/chat/sonas/rename/", {"name": "assistant"}, **HTMX)
-    assert taken.status_code == 200 and b"You already have a persona named &#x27;assistant&#x27;." in taken.content
+    assert taken.status_code == 200 and b"You already have a sona named &#x27;assistant&#x27;." in taken.content
     empty = client.post("/chat/sonas/rename/", {"name": "  "})  # no htmx: back to the chat
     assert empty.status_code == 302
     assert sorted(Sona.objects.filter(user=user).values_list("name", flat=True)) == ["assistant", "running buddy"]
@@ -234,8 +234,8 @@ def test_the_profile_cards_thanks_is_a_note_that_goes_away(ana_client):
     """The card is answered with a note the page removes after a while (or on ×), not a card that
     stays pinned above the conversation."""
     _, client = ana_client
-    saved = client.post("/persona/profile/", {"card": "1", "name": "Ana"}, **HTMX).content.decode()
-    skipped = client.post("/persona/profile/skip/", **HTMX).content.decode()
+    saved = client.post("/profile/", {"card": "1", "name": "Ana"}, **HTMX).content.decode()
+    skipped = client.post("/profile/skip/", **HTMX).content.decode()
     for note in (saved, skipped):
         assert 'data-dismiss-after="5000"' in note and "data-dismiss " in note
 

@@ -1,4 +1,4 @@
-"""Writes to long-term persona memory: promotion of hot segments, profile edits, FIFO trims."""
+"""Writes to long-term memory: promotion of hot segments, profile edits, FIFO trims."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _llm_extraction(user_id: int, pages: Sequence[DialoguePage]) -> Extraction |
     )
 
 
-def persona_promote_segment(*, user_id: int, segment_id: str, heat: float, now: datetime | None = None) -> bool:
+def promote_segment(*, user_id: int, segment_id: str, heat: float, now: datetime | None = None) -> bool:
     """Promote a hot segment to LPM: KB facts, user traits and agent traits with provenance edges.
 
     Only pages not yet promoted are read (or, when none is, the segment's latest pages: a

@@ -1,4 +1,4 @@
-"""REST routes over long-term persona memory: the profile, the 90 traits with their evidence, the
+"""REST routes over long-term memory: the profile, the 90 traits with their evidence, the
 knowledge base and the agent traits. Lists are paginated; `?user=NAME` acts for another user."""
 
 from typing import Any
@@ -6,14 +6,14 @@ from typing import Any
 from ninja import Router
 from ninja.pagination import paginate
 
+from memory.selectors import agent_traits, knowledge_base, profile_get, traits_scored
+from memory.services.long_term import KEEP, profile_update
 from memory.web.api_auth import caller_of
 from memory.web.api_memories import ERRORS
 from memory.web.pagination import Pages, Projected
-from persona.schemas import EntryOut, ProfileIn, ProfileOut, TraitOut
-from persona.selectors import agent_traits, knowledge_base, profile_get, traits_scored
-from persona.services import KEEP, profile_update
+from memory.web.schemas import EntryOut, ProfileIn, ProfileOut, TraitOut
 
-router = Router(tags=["persona"])
+router = Router(tags=["long-term memory"])
 
 
 def _profile(profile) -> dict[str, Any]:

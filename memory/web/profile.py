@@ -6,11 +6,9 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory.selectors import decay_settings_initial
-from memory.web.forms import DecaySettingsForm
-from persona.forms import ProfileForm
-from persona.selectors import profile_initial
-from persona.services import profile_update
+from memory.selectors import decay_settings_initial, profile_initial
+from memory.services.long_term import profile_update
+from memory.web.forms import DecaySettingsForm, ProfileForm
 
 
 @login_required
@@ -26,10 +24,10 @@ def profile(request):
                        birth_year=data["birth_year"])
     if not request.htmx:
         decay_form = DecaySettingsForm(initial=decay_settings_initial(user=request.user))
-        return redirect("home") if saved else render(request, "persona/profile.html",
+        return redirect("home") if saved else render(request, "memory/profile.html",
                                                      {"form": form, "decay_form": decay_form})
     partial = ("card-saved" if saved else "card") if card else "profile-form"
-    return render(request, f"persona/profile.html#{partial}", {"form": form, "saved": saved, "card": card})
+    return render(request, f"memory/profile.html#{partial}", {"form": form, "saved": saved, "card": card})
 
 
 @login_required
@@ -39,4 +37,4 @@ def profile_skip(request):
     profile_update(user=request.user)
     if not request.htmx:
         return redirect("home")
-    return render(request, "persona/profile.html#skipped", {})
+    return render(request, "memory/profile.html#skipped", {})
