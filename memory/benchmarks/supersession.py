@@ -11,13 +11,14 @@ naming another memory is both a false positive and a false negative. Pure: no da
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
 
 from memory.benchmarks import common
-from memory.engine.supersession import Decision, Memory, supersession_decide
+from memory.engine.supersession import Decision, Memory, supersession_candidates, supersession_decide
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = ("tune", "held_out", "fresh")
@@ -27,6 +28,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--data", type=Path, action="append",
                         help="a scenario file (repeatable); default: the tune, held-out and fresh sets")
     parser.add_argument("--show-errors", action="store_true", help="list the scenarios it got wrong")
+    parser.add_argument("--conversations", type=Path,
+                        help="a LoCoMo-format file: run the detector over each speaker's own utterances in "
+                             "order, each against that speaker's earlier ones, and list what it decides")
+    parser.add_argument("--sample", type=int, default=20, help="decisions listed from --conversations (default 20)")
 
 
 def load_scenarios(path: Path) -> list[dict[str, Any]]:
@@ -66,7 +71,44 @@ def score(scenarios: list[dict[str, Any]]) -> dict[str, Any]:
             "recall": round(counts["tp"] / actual, 3) if actual else float("nan"), "errors": errors}
 
 
+def conversation_decisions(path: Path) -> list[dict[str, Any]]:
+    """Every decision the detector makes over a conversation: each utterance, as a new statement,
+    against the same speaker's earlier utterances that are still current (a superseded one drops out)."""
+    from memory.formats.locomo import LocomoFormatError, load_conversations
+
+    try:
+        conversations = load_conversations(path)
+    except (OSError, LocomoFormatError, ValueError) as exc:
+        raise CommandError(f"Cannot read conversations from {path}: {exc}") from None
+    decisions = []
+    for conv in conversations:
+        for speaker in (conv.speaker_a, conv.speaker_b):
+            current: list[Memory] = []
+            for _session, when, turns in conv.sessions:
+                for turn in turns:
+                    if turn.speaker != speaker:
+                        continue
+                    for verdict in supersession_candidates(turn.text, current):
+                        old = next(m for m in current if m.id == verdict.old_id)
+                        decisions.append({"conversation": conv.sample_id, "speaker": speaker,
+                                          "decision": verdict.decision.value, "slot": verdict.slot,
+                                          "confidence": verdict.confidence, "old": old.text,
+                                          "old_at": str(old.at.date()) if old.at else "", "new": turn.text,
+                                          "new_at": str(when.date()), "reason": verdict.reason})
+                        if verdict.decision is Decision.SUPERSEDE:
+                            current = [m for m in current if m.id != verdict.old_id]
+                    current.append(Memory(id=turn.dia_id, text=turn.text, at=when))
+    return decisions
+
+
 def run(options: dict[str, Any], stdout) -> dict[str, Any]:
+    if options.get("conversations"):
+        decisions = conversation_decisions(options["conversations"])
+        counts: dict[str, dict[str, int]] = {}
+        for d in decisions:
+            counts.setdefault(d["conversation"], {"supersede": 0, "review": 0})[d["decision"]] += 1
+        sample = random.Random(27).sample(decisions, min(options.get("sample", 20), len(decisions)))
+        return {"conversations": counts, "sample": sample, "date": common.today()}
     paths = options.get("data") or [DATA / f"supersession_{name}.json" for name in SETS]
     sets = {path.stem.removeprefix("supersession_"): load_scenarios(path) for path in paths}
     result = {name: score(scenarios) for name, scenarios in sets.items()}
@@ -76,6 +118,15 @@ def run(options: dict[str, Any], stdout) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
+    if "conversations" in result:
+        table = common.render_table(
+            ["conversation", "supersede", "review"],
+            [[name, c["supersede"], c["review"]] for name, c in result["conversations"].items()],
+            title=f"Detector over each speaker's utterances ({result['date']})")
+        lines = [f"- [{d['decision']} {d['confidence']}] {d['conversation']} {d['speaker']}: "
+                 f"{d['old']!r} ({d['old_at']}) -> {d['new']!r} ({d['new_at']}); {d['reason']}"
+                 for d in result["sample"]]
+        return "\n".join([table, *lines]) + "\n"
     sets = result["sets"]
     table = common.render_table(
         ["set", "scenarios", "contradictions", "TP (supersede/review)", "FP", "FN", "TN", "precision", "recall"],

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from .text import clean_text, is_question, split_sentences, stem
 
@@ -189,6 +190,8 @@ _EMPLOYER = (
     re.compile(_SUBJ + r"(?:joined|hired by|hired at|employed by|employed at|got a job at|got hired at|"
                r"took a job at|accepted a job at|got an offer from)\s+" + _PLACE, re.I),
 )
+_GROUPS = re.compile(r"\b(?:club|group|team|class|classes|gym|band|choir|community|league|course|workshop|"
+                     r"program|programme|society|circle|meetup|forum|movement|cause|party|crew|squad)\b", re.I)
 _EMPLOYER_LEFT = (
     re.compile(_SUBJ + r"(?:quit|left|leaving|quitting)\s+(?:my\s+(?:job|position|role)\s+(?:at|with)\s+)?"
                + _PLACE, re.I),
@@ -342,6 +345,10 @@ def _employer(clause: str) -> list[Claim | None]:
     claims: list[Claim | None] = []
     for pattern in _EMPLOYER:
         match = pattern.search(clause)
+        if match and re.search(r"\bjoined\b", match.group(0), re.I) and (
+                _GROUPS.search(match.group("value"))
+                or not re.match(r"(?:(?:the|a|an)\s+)?[A-Z]", match.group("value").strip())):
+            continue  # joining a club, a platform or a tournament is no job; joining Microsoft is
         if match and not _negated(match.group("head")):
             past = True if re.search(r"\bworked\b", match.group(0)) else None
             claims.append(_claim(clause, match, "employer", past=past))
@@ -371,8 +378,8 @@ def _occupation(clause: str) -> list[Claim | None]:
             continue
         value = _value(match.group("value"), max_words=2)
         words = value.split()
-        if index == 3 and not (words and (words[-1] in _OCCUPATIONS or words[0] in _OCCUPATIONS)):
-            continue
+        if index in (2, 3) and not (words and (words[-1] in _OCCUPATIONS or words[0] in _OCCUPATIONS)):
+            continue  # "became interested", "becoming a mom", "I'm a big fan": no job
         if words and words[0] in _OCCUPATIONS:
             value = words[0]
         past = True if re.search(r"\bworked\b", match.group(0)) else None
@@ -491,11 +498,17 @@ _READERS = (_residence, _employer, _occupation, _partner, _pet, _diet, _preferen
 
 def claims_of(text: str) -> list[Claim]:
     """Every slot claim the text makes, clause by clause."""
+    return list(_claims(text))
+
+
+@lru_cache(maxsize=8192)
+def _claims(text: str) -> tuple[Claim, ...]:
+    # The current memories are read again for every new statement: a long conversation's are cached.
     found: list[Claim] = []
     for clause in _clauses(text):
         for reader in _READERS:
             found += [c for c in reader(clause) if c is not None]
-    return found
+    return tuple(found)
 
 
 # --- comparing claims --------------------------------------------------------------------------
@@ -506,6 +519,8 @@ def _words(value: str) -> set[str]:
 
 def same_value(first: str, second: str) -> bool:
     """Values agree when one's words hold the other's ("York" and "York city", "the bakery")."""
+    if first and first == second:  # "+" and "+", "gone" and "gone"
+        return True
     a, b = _words(first), _words(second)
     return bool(a and b) and (a <= b or b <= a)
 

@@ -180,3 +180,14 @@ def test_the_replay_marks_a_superseded_fact_and_an_operators_rejection_undoes_it
     assert set(replay(events, until=3).facts) == {"f1", "f2"}  # kept: history is memory
     assert replay(events, until=4).superseded == {"f1": june}
     assert replay(events).superseded == {}
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I like games that test my strategy.", "I love those games too."),  # the same taste again
+    ("I joined a chess club.", "I joined a programming group online."),  # clubs are no employers
+    ("I made an avatar and joined a new platform.", "I joined an online gaming tournament."),
+    ("I loved the book Becoming Nicole.", "I took the first step towards becoming a mom."),
+    ("Lately I've become interested in extreme sports.", "I asked her to become my girlfriend."),
+])
+def test_what_the_dev_conversations_taught_is_no_clash(old, new):
+    assert supersession_decide(new, memories(old)) == NO_VERDICT

@@ -39,3 +39,15 @@ def test_a_scenario_file_without_its_fields_is_refused(tmp_path):
     path.write_text(json.dumps([{"id": "x", "statement": "hi"}]))
     with pytest.raises(CommandError, match="lacks"):
         call_command("bench", "supersession", "--data", str(path), stdout=io.StringIO())
+
+
+def test_bench_supersession_reads_a_conversation_file():
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[3] / "memory" / "formats" / "demo" / "demo_conversation.json"
+    out = io.StringIO()
+    call_command("bench", "supersession", "--conversations", str(demo), "--json", stdout=out, stderr=io.StringIO())
+    result = json.loads(out.getvalue())
+    assert set(result) == {"conversations", "sample", "date"}
+    decided = sum(c["supersede"] + c["review"] for c in result["conversations"].values())
+    assert len(result["sample"]) == min(20, decided)
