@@ -46,6 +46,7 @@ from memory.services.events import event_record
 from memory.services.files import blobs_release_on_commit, page_files_delete
 from memory.services.memoria import fulltext_pages_delete, fulltext_user_delete
 from memory.services.segments import SUMMARY_PAGES, segment_rederive
+from memory.services.supersession import supersessions_forget_facts
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 SCRUBBED = "[deleted]"
@@ -279,6 +280,8 @@ def _execute(user, plan: _Plan) -> list[str]:
     Segment.objects.filter(id__in=[s.id for s in plan.segments_deleted]).delete()
     _nodes_delete(user, MemoryNode.Kind.SEGMENT, {str(s.id) for s in plan.segments_deleted})
     Segment.objects.filter(id__in=[s.id for s in plan.segments_rederived]).update(rederive=True)
+    supersessions_forget_facts(user=user, scrubbed=SCRUBBED,
+                               fact_ids=[e.pk for e in plan.facts_removed if isinstance(e, KnowledgeFact)])
     for entry in plan.facts_removed:
         node_kind = MemoryNode.Kind.FACT if isinstance(entry, KnowledgeFact) else MemoryNode.Kind.AGENT_TRAIT
         _nodes_delete(user, node_kind, {str(entry.pk)})

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -238,3 +238,25 @@ def supersession_reject(*, user, ident: str, actor=None, reason: str = "") -> Su
         row.save(update_fields=["status", "decided_by", "decided_at"])
         _audit(user, row, LifecycleEvent.Kind.SUPERSESSION_REJECTED, actor, reason, before)
     return row
+
+
+# ------------------------------------------------------------------ when a fact is deleted
+
+SUPERSESSION_EVENTS = (LifecycleEvent.Kind.FACT_SUPERSEDED, LifecycleEvent.Kind.SUPERSESSION_OPENED,
+                       LifecycleEvent.Kind.SUPERSESSION_REJECTED)
+
+
+def supersessions_forget_facts(*, user, fact_ids: Collection[str], scrubbed: str) -> None:
+    """Deleted facts (inside the deletion's transaction): what they superseded is current again
+    (the statement that ended it is gone), and the supersession events keep no words of either
+    fact (the reason quotes the newer statement). Their Supersession rows go with the facts."""
+    ids = [str(i) for i in fact_ids]
+    if not ids:
+        return
+    KnowledgeFact.objects.filter(user=user, superseded_by__in=ids).update(valid_until=None, superseded_by=None)
+    events = LifecycleEvent.objects.filter(user=user, kind__in=SUPERSESSION_EVENTS).filter(
+        Q(payload__old_fact_id__in=ids) | Q(payload__new_fact_id__in=ids))
+    for event in events:
+        event.payload = {**event.payload, **{key: scrubbed for key in ("old_text", "new_text", "reason")
+                                             if key in event.payload}}
+        event.save(update_fields=["payload"])

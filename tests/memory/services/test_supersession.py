@@ -238,3 +238,18 @@ def test_maintenance_supersedes_what_promotion_learned_and_recall_marks_the_peri
     assert "York" in now and "I live in Leeds" not in now
     before = turn_run(user=user, message="Where did I live before York?").page.response
     assert "Leeds" in before
+
+
+def test_deleting_the_newer_fact_makes_the_older_current_and_scrubs_its_words(make_user):
+    from memory.services.deletion import memory_delete
+
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    memory_delete(user=user, kind="fact", ident=str(york.pk), actor=user, reason="forget York")
+    leeds.refresh_from_db()
+    assert (leeds.valid_until, leeds.superseded_by) == (None, None)
+    assert not Supersession.objects.filter(user=user).exists()
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.FACT_SUPERSEDED)
+    assert "York" not in str(event.payload) and event.payload["new_text"] == "[deleted]"
