@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from channels.db import database_sync_to_async
@@ -17,6 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from memory.models import RetrievalTrace, Segment
 from memory.services.files import file_upload
+from memory.services.supersession import supersession_detect
 from memory.services.tokens import token_create, token_revoke
 from memory.services.turns import turn_run
 from memory.services.users import sona_get_or_create
@@ -41,7 +43,7 @@ PUBLIC = dict.fromkeys(VISITORS, "any")  # sign-in pages, the API's documentatio
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # with {owner}, {page}, {segment}, {fact}, {trace}, {cid}
+    path: str  # with {owner}, {page}, {segment}, {fact}, {trace}, {cid}, {supersession}
     expect: dict
     body: dict | None = None
     htmx: bool = False
@@ -88,6 +90,13 @@ ROUTES: dict[str, list[Route]] = {
     "api/memory/events": [Route("GET", "/api/memory/events", API_LIST)],
     "api/memory/traces": [Route("GET", "/api/memory/traces", API_LIST)],
     "api/memory/traces/<trace_id>": [Route("GET", "/api/memory/traces/{trace}", API_OWNED)],
+    "api/memory/supersessions": [Route("GET", "/api/memory/supersessions", API_LIST)],
+    "api/memory/supersessions/<ident>": [Route("GET", "/api/memory/supersessions/{supersession}", API_OWNED)],
+    # the owner decides first; their token then finds it decided already
+    "api/memory/supersessions/<ident>/accept": [
+        Route("POST", "/api/memory/supersessions/{supersession}/accept", {**API_OWNED, "owner_token": 400}, {})],
+    "api/memory/supersessions/<ident>/reject": [
+        Route("POST", "/api/memory/supersessions/{supersession}/reject", {**API_OWNED, "owner_token": 400}, {})],
     "api/long-term/profile": [Route("GET", "/api/long-term/profile", API_LIST),
                             Route("PUT", "/api/long-term/profile", API_LIST, {"gender": ""})],
     "api/long-term/traits": [Route("GET", "/api/long-term/traits", API_LIST)],
@@ -126,6 +135,10 @@ ROUTES: dict[str, list[Route]] = {
                                                                 INSPECT)],
     "inspector/<str:username>/events/": [Route("GET", "/inspector/{owner}/events/", INSPECT)],
     "inspector/<str:username>/replay/": [Route("GET", "/inspector/{owner}/replay/", INSPECT)],
+    "inspector/<str:username>/changes/": [Route("GET", "/inspector/{owner}/changes/?status=any", INSPECT)],
+    "inspector/<str:username>/changes/<uuid:ident>/<slug:action>/": [
+        Route("POST", "/inspector/{owner}/changes/{supersession}/reject/", {**INSPECT, "owner": 302, "staff": 302},
+              {"reason": "checked"})],
     "inspector/<str:username>/memory/<slug:kind>/<str:ident>/": [
         Route("GET", "/inspector/{owner}/memory/page/{page}/", INSPECT, htmx=True)],
     "inspector/<str:username>/memory/<slug:kind>/<str:ident>/pin/": [
@@ -159,6 +172,12 @@ def world(make_user, memory_env):
         turn_run(user=owner, message=text, files=files, sona=sona_get_or_create(user=owner, name="sailor"))
     page = owner.pages.order_by("seq").first()
     fact = KnowledgeFact.objects.create(user=owner, text=f"User sails to {SECRET}", normalised=f"sails {SECRET}")
+    # a change of residence waiting for review
+    KnowledgeFact.objects.create(user=owner, text="User lives in Leeds", normalised="lives leeds",
+                                 timestamp=page.timestamp - timedelta(days=30))
+    moved = KnowledgeFact.objects.create(user=owner, text=f"User lives in {SECRET}", normalised=f"lives {SECRET}",
+                                         timestamp=page.timestamp)
+    [supersession] = supersession_detect(user_id=owner.pk, fact_ids=[str(moved.pk)])
     other = make_user("other")
     turn_run(user=other, message="I like trains.")
     staff = make_user("staff", is_staff=True)
@@ -168,7 +187,7 @@ def world(make_user, memory_env):
     revoked, revoked_text = token_create(user=owner, name="old")
     token_revoke(user=owner, token_id=revoked.id)
     ids = {"owner": owner.username, "page": str(page.id), "fact": str(fact.id), "cid": page.cid,
-           "file": island_map.content_cid,
+           "file": island_map.content_cid, "supersession": str(supersession.pk),
            "segment": str(Segment.objects.get(user=owner).id),
            "trace": str(RetrievalTrace.objects.filter(user=owner).first().id)}
     sessions = {"owner": owner, "other": other, "staff": staff}
