@@ -36,7 +36,7 @@ def owner_memory(make_user):
         "inspector_segment": [str(segment.id)], "inspector_trait": ["openness"],
         "inspector_provenance": ["segment", str(segment.id)] if fact is None else ["fact", str(fact.id)],
         "inspector_recalls": [], "inspector_trace": [str(RetrievalTrace.objects.filter(user=user).first().id)],
-        "inspector_events": [], "inspector_replay": [],
+        "inspector_events": [], "inspector_replay": [], "inspector_supersessions": [],
     }
 
 
