@@ -1,9 +1,9 @@
 """The browser chat's turns: a message accepted, then the frames of its turn as it runs.
 
 The websocket (memory/web/consumers.py) checks nothing itself: `chat_turn_accept` checks the
-message and finds the persona it names among the user's own; `chat_turn_frames` runs the turn and
-yields what the user's tabs are shown: `turn.started`, `turn.token` as the reply is written, then
-`turn.done` or `turn.error`.
+message as every way in does (memory/services/turn_input.py) and finds the persona it names among
+the user's own; `chat_turn_frames` runs the turn and yields what the user's tabs are shown:
+`turn.started`, `turn.token` as the reply is written, then `turn.done` or `turn.error`.
 
 A user's turns run one after another on the event loop, each recalling the one before. The turn
 itself runs in worker threads: storing the message and recalling on a turn worker
@@ -35,7 +35,7 @@ from django.urls import reverse
 from memory.adapters.configured import adapters_state
 from memory.selectors import attached_files, sona_for_user
 from memory.services.common import MemoryInputError
-from memory.services.pages import validate_message
+from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
 from memory.services.users import sona_get_or_create
 
@@ -54,36 +54,27 @@ class ChatTurn:
 
     user_id: int
     turn_id: str
-    message: str
-    files: tuple[str, ...]
-    sona_id: str | None
+    input: TurnInput
     sona_name: str
 
     def user_frame(self) -> dict[str, Any]:
         """The message as every tab of the user shows it, before its turn starts."""
-        return {"type": "turn.user", "turn_id": self.turn_id, "text": self.message, "sona": self.sona_name}
+        return {"type": "turn.user", "turn_id": self.turn_id, "text": self.input.message, "sona": self.sona_name}
 
 
 def chat_turn_accept(*, user_id: int, message: object, files: object = None, sona: object = None) -> ChatTurn:
     """Check a chat message (the persona by its id, looked up among this user's sonas only);
     MemoryInputError (UnknownSona for the persona) says what is wrong, and nothing is stored."""
-    text = validate_message(message)
-    files = files or []
-    limit = settings.MEMORYOS["MAX_FILES_PER_TURN"]
-    if not isinstance(files, list) or len(files) > limit \
-            or not all(isinstance(cid, str) and 0 < len(cid) <= 100 for cid in files):
-        raise MemoryInputError(f"Attach at most {limit} files, each named by the content id its upload returned.")
-    sona_id = sona or None
+    checked = turn_input_parse(message=message, files=files, sona=sona)
     user = get_user_model().objects.get(pk=user_id)
-    if sona_id is None:
+    if checked.sona is None:
         name = sona_get_or_create(user=user).name
     else:
-        found = sona_for_user(user=user, sona_id=sona_id)
+        found = sona_for_user(user=user, sona_id=checked.sona)
         if found is None:
             raise UnknownSona("That persona does not exist; choose another one.")
         name = found.name
-    return ChatTurn(user_id=user_id, turn_id=uuid.uuid4().hex, message=text, files=tuple(files), sona_id=sona_id,
-                    sona_name=name)
+    return ChatTurn(user_id=user_id, turn_id=uuid.uuid4().hex, input=checked, sona_name=name)
 
 
 # --- running a turn --------------------------------------------------------------------------
@@ -164,8 +155,9 @@ def _threadsafe_put(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> Ca
 def _turn_prepare(*, turn: ChatTurn) -> PreparedTurn:
     """The turn up to its reply, on a turn worker: the message stored, the prompt assembled."""
     user = get_user_model().objects.get(pk=turn.user_id)  # fresh: the profile may have changed
-    sona = sona_for_user(user=user, sona_id=turn.sona_id) if turn.sona_id else None  # turn_prepare takes the default
-    return turn_prepare(user=user, message=turn.message, sona=sona, files=list(turn.files))
+    sona_id = turn.input.sona
+    sona = sona_for_user(user=user, sona_id=sona_id) if sona_id else None  # turn_prepare takes the default
+    return turn_prepare(user=user, message=turn.input.message, sona=sona, files=turn.input.files)
 
 
 def _turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> dict[str, Any]:

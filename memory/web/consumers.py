@@ -27,6 +27,7 @@ from django.conf import settings
 from memory.adapters.configured import adapters_state, adapters_wait_ready
 from memory.services.chat import ChatTurn, UnknownSona, chat_turn_accept, chat_turn_frames
 from memory.services.common import MemoryInputError
+from memory.services.turn_input import turn_input_limits
 from memory.web.rate_limit import rate_limit_wait
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         cfg = chat_settings()
         models = adapters_state()
-        await self.send_json({"type": "ready", "max_message_chars": settings.MEMORYOS["MAX_MESSAGE_CHARS"],
+        await self.send_json({"type": "ready", "max_message_chars": turn_input_limits()["max_message_chars"],
                               "max_frame_bytes": cfg["MAX_FRAME_BYTES"], "models": models})
         if models == "loading":
             self.models_waiter = asyncio.create_task(self._models_ready())
