@@ -7,8 +7,8 @@ a changed setting holds at once:
 - MEMORYOS_MAX_MESSAGE_CHARS (4000): the message, without the spaces around it;
 - MEMORYOS_MAX_FILES_PER_TURN (5): the content ids of uploaded files a turn carries, as sent.
 
-Whether a named file, persona or policy exists is the services' business (memory/services/files.py,
-turns.py, recall.py): it needs the database, this does not.
+A policy must be registered (memory/recall/); whether a named file or persona exists is the
+services' business (memory/services/files.py, turns.py): it needs the database, this does not.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from memory.services.common import MemoryInputError
+from memory.services.recall import policy_choose
 
 # A content id (CIDv1, base32) is 59 characters; the margin leaves room for other encodings.
 CONTENT_ID_MAX_CHARS = 100
@@ -86,5 +87,11 @@ def turn_input_parse(*, message: object, files: object = None, sona: object = No
         message=validate_message(message),
         files=validate_files(files),
         sona=_optional_name(sona, what="persona", limit=SONA_REF_MAX_CHARS),
-        policy=_optional_name(policy, what="recall policy", limit=POLICY_NAME_MAX_CHARS),
+        policy=_policy(policy),
     )
+
+
+def _policy(value: object) -> str | None:
+    """A policy named but not registered is refused here, before an edge makes a persona for the turn."""
+    name = _optional_name(value, what="recall policy", limit=POLICY_NAME_MAX_CHARS)
+    return policy_choose(requested=name) if name is not None else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory.services.common import MemoryInputError
+from memory.services.recall import policy_choose
 from memory.services.turn_input import TurnInput, turn_input_limits, turn_input_parse
 
 CID = "bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku"  # 59 characters, as an upload returns
@@ -36,12 +37,18 @@ def test_no_persona_or_policy_means_the_default(empty):
     ({"message": "hi", "files": [CID] * 6}, "A turn carries at most 5 files; got 6."),
     ({"message": "hi", "sona": 7}, "The persona is named by text of at most 100 characters."),
     ({"message": "hi", "policy": "p" * 101}, "The recall policy is named by text of at most 100 characters."),
+    ({"message": "hi", "policy": "nostalgia"}, None),  # the registry's own words (memory/recall/base.py)
     # The message is checked first: a caller learns of the worst problem before the small ones.
     ({"message": "", "files": [CID] * 6}, "The message is empty."),
 ])
 def test_bad_input_is_refused_with_a_clear_reason(fields, error):
     with pytest.raises(MemoryInputError) as refused:
         turn_input_parse(**fields)
+    if error is None:
+        with pytest.raises(MemoryInputError) as by_recall:
+            policy_choose(requested=fields["policy"])
+        error = str(by_recall.value)
+        assert "nostalgia" in error
     assert str(refused.value) == error
 
 

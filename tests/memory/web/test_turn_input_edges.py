@@ -101,3 +101,14 @@ async def test_changed_limits_hold_on_every_way_in_at_once(ana, settings):
     done = await database_sync_to_async(client.post)(
         "/api/memory/turns", json.dumps({"message": "y" * 50}), content_type="application/json")
     assert done.status_code == 200 and done.json()["reply"]
+
+
+def test_an_unknown_policy_is_refused_before_the_api_makes_the_persona(ana):
+    user, client = ana
+    before = stored(user)
+    response = client.post("/api/memory/turns", json.dumps({"message": "Plan my week.", "sona": "coach",
+                                                            "create_sona": True, "policy": "nostalgia"}),
+                           content_type="application/json")
+    assert response.status_code == 400 and response.json()["code"] == "invalid"
+    assert response.json()["message"].startswith("Unknown recall policy 'nostalgia'; choose one of ")
+    assert stored(user) == before and not Sona.objects.filter(user=user, name="coach").exists()
