@@ -35,6 +35,7 @@ from memory.services.recall import (
     trace_record_prompt,
     trace_record_reply,
 )
+from memory.services.turn_input import turn_input_parse
 from memory.services.users import sona_get_or_create
 
 log = logging.getLogger(__name__)
@@ -172,13 +173,16 @@ def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | 
                  files: Sequence[str] = ()) -> PreparedTurn:
     """The turn up to its reply: store the message, recall, assemble the prompt.
 
-    The chat runs the three parts of a turn on different threads (memory/web/consumers.py): a
-    reply waits on the model, and must not hold a thread other users' turns need for their recall.
+    The message, the files and the policy are checked as every way in checks them
+    (memory/services/turn_input.py) before anything is stored. The chat runs the three parts of a
+    turn on different threads (memory/services/chat.py): a reply waits on the model, and must not
+    hold a thread other users' turns need for their recall.
     """
+    checked = turn_input_parse(message=message, files=files, policy=policy)
     sona = sona or sona_get_or_create(user=user)
-    policy = policy_choose(requested=policy, sona=sona)
-    attached = files_for_turn(user=user, cids=files)
-    page = page_start(user=user, query=message, sona=sona, files=attached)
+    policy = policy_choose(requested=checked.policy, sona=sona)
+    attached = files_for_turn(user=user, cids=checked.files)
+    page = page_start(user=user, query=checked.message, sona=sona, files=attached)
     if on_stored is not None:
         on_stored(page)
     recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy)
