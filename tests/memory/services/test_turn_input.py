@@ -35,7 +35,7 @@ def test_no_persona_or_policy_means_the_default(empty):
     ({"message": "hi", "files": ["x" * 101]},
      "Files are named by a list of content ids, each the one its upload returned."),
     ({"message": "hi", "files": [CID] * 6}, "A turn carries at most 5 files; got 6."),
-    ({"message": "hi", "sona": 7}, "The persona is named by text of at most 100 characters."),
+    ({"message": "hi", "sona": 7}, "The sona is named by text of at most 100 characters."),
     ({"message": "hi", "policy": "p" * 101}, "The recall policy is named by text of at most 100 characters."),
     ({"message": "hi", "policy": "nostalgia"}, None),  # the registry's own words (memory/recall/base.py)
     # The message is checked first: a caller learns of the worst problem before the small ones.

@@ -35,7 +35,7 @@ def ana(make_user, settings):
 
 
 def stored(user) -> tuple[int, ...]:
-    """What a refused turn must leave as it was (a default persona made for it included)."""
+    """What a refused turn must leave as it was (a default sona made for it included)."""
     return tuple(model.objects.filter(user=user).count()
                  for model in (DialoguePage, Sona, LifecycleEvent, AttachedFile, RetrievalTrace))
 
