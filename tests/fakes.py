@@ -7,9 +7,10 @@ tests run the very same assertions against them and the real adapters
 that drifts from what the real adapters do fails there.
 
 - FakeEmbedder: a hashed bag of the words memory.engine.sparse keeps (lowercased, stemmed, no
-  stopwords), plus a small direction of the whole text's own, unit-normalised. Identical texts embed
-  identically, texts that share words are closer than texts that share none, and two unrelated
-  texts are not exactly orthogonal (no exact ties where MiniLM would have none).
+  stopwords; longer words weigh more), plus a small direction of the whole text's own,
+  unit-normalised. Identical texts embed identically, texts that share words are closer than
+  texts that share none, and two unrelated texts are not exactly orthogonal (no exact ties where
+  MiniLM would have none).
 - FakeVectorIndex: the adapters' own contract code (validation, user scoping, filters, ids) over a
   dict instead of a Qdrant client: exact cosine search and BM25 with Qdrant's IDF over the user's
   points that have text.
@@ -18,6 +19,7 @@ that drifts from what the real adapters do fails there.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import threading
 from collections.abc import Sequence
@@ -48,6 +50,12 @@ TEXT_WEIGHT = 0.15
 BUCKETS_PER_WORD = 2
 
 
+def word_weight(word: str) -> float:
+    """Longer words weigh more: a cheap stand-in for rarity, which a model learns and a fake cannot.
+    Without it two texts that share only "noted" or "week" look as close as two on one topic."""
+    return float(max(len(word) - 2, 1))
+
+
 class FakeEmbedder:
     """The Embedder port without a model: deterministic across processes, well under a millisecond a text."""
 
@@ -70,9 +78,10 @@ class FakeEmbedder:
         words = np.zeros(self.dimension)
         for word in tokenize(text):
             digest = hashlib.blake2b(word.encode("utf-8"), digest_size=4 * BUCKETS_PER_WORD).digest()
+            weight = word_weight(word)
             for n in range(BUCKETS_PER_WORD):
                 bucket = int.from_bytes(digest[4 * n:4 * n + 3], "big") % self.dimension
-                words[bucket] += 1.0 if digest[4 * n + 3] & 1 else -1.0
+                words[bucket] += weight if digest[4 * n + 3] & 1 else -weight
         # The text's own direction: every text has one, so a text without words still gets a unit vector.
         own = np.frombuffer(hashlib.shake_256(text.encode("utf-8")).digest(self.dimension), dtype=np.uint8) - 127.5
         own /= np.linalg.norm(own)
@@ -115,29 +124,35 @@ class FakeVectorIndex(_ScopedIndex):
         with self._lock:
             points = self._live()
             for item in batch:
-                points[item.id] = _Stored(_unit(item.dense), item.sparse, dict(item.payload))
+                points[item.id] = _Stored(_unit(item.dense), item.sparse, _as_json(item.payload))
 
     def _delete(self, scope: _Scope) -> None:
+        scope = _plain(scope)
         with self._lock:
             points = self._live()
             for key in [key for key, item in points.items() if _matches(key, item.payload, scope)]:
                 del points[key]
 
     def _set_payload(self, scope: _Scope, payload: dict[str, Any]) -> None:
+        scope = _plain(scope)
         with self._lock:
             for key, item in self._live().items():
                 if _matches(key, item.payload, scope):
-                    item.payload.update(payload)
+                    item.payload.update(_as_json(payload))
 
     def _search(self, query: list[float] | _SparseQuery, using: str, scope: _Scope, limit: int,
                 idf_corpus: _Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
+        scope, idf_corpus = _plain(scope), idf_corpus and _plain(idf_corpus)
         with self._lock:
             found = [(key, item) for key, item in self._live().items() if _matches(key, item.payload, scope)]
             if not found:
                 return []
             if using == DENSE:
                 assert isinstance(query, list)
-                scores = np.stack([item.dense for _, item in found]) @ _unit(query)
+                # In float64, then rounded as Qdrant's float32 scores: the same pair scores the same
+                # whatever else is in the matrix (a float32 product's rounding depends on its shape).
+                matrix = np.stack([item.dense for _, item in found]).astype(np.float64)
+                scores = (matrix @ _unit(query).astype(np.float64)).astype(np.float32)
                 scored = [(float(score), key, item) for score, (key, item) in zip(scores, found, strict=True)]
             else:
                 assert isinstance(query, tuple)
@@ -163,6 +178,7 @@ class FakeVectorIndex(_ScopedIndex):
                     for key in dict.fromkeys(ids) if key in points]
 
     def _count(self, scope: _Scope | None) -> int:
+        scope = scope and _plain(scope)
         with self._lock:
             return sum(1 for key, item in self._live().items()
                        if scope is None or _matches(key, item.payload, scope))
@@ -186,6 +202,13 @@ class FakeVectorIndex(_ScopedIndex):
 # ---------------------------------------------------------------- Qdrant's semantics, spelled out
 
 
+def _plain(scope: _Scope) -> _Scope:
+    """The filter's values as the client sends them: JSON (a str enum member is its string)."""
+    return _Scope(tuple((field, json.loads(json.dumps(value))) for field, value in scope.equals),
+                  tuple((field, tuple(json.loads(json.dumps(list(values))))) for field, values in scope.any_of),
+                  scope.ids)
+
+
 def _matches(key: str | int, payload: dict[str, Any], scope: _Scope) -> bool:
     if scope.ids is not None and key not in scope.ids:
         return False
@@ -202,6 +225,11 @@ def _has_value(stored: Any, wanted: Any) -> bool:
         # The two real adapters disagree on booleans (Edge never matches them): nothing relies on it.
         return False
     return type(stored) is type(wanted) and stored == wanted
+
+
+def _as_json(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as Qdrant keeps it: JSON (an enum member comes back as its value, a tuple as a list)."""
+    return json.loads(json.dumps(payload))
 
 
 def _unit(vector: Sequence[float]) -> np.ndarray:

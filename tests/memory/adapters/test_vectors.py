@@ -12,6 +12,7 @@ No database: these are plain pytest tests.
 
 from __future__ import annotations
 
+import enum
 import gc
 import math
 import os
@@ -336,6 +337,24 @@ def test_text_search_idf_counts_the_users_points_that_have_text(index: Index) ->
     # 2 tokens, tf 1: 2.2 / (1 + 1.2·(0.25 + 0.75·2/30)).
     [hit] = index.search_text(user_id="u1", text="zeppelin", limit=5, kind="page")
     assert hit.score == pytest.approx(idf(3, 1) * 2.2 / (1 + 1.2 * 0.3), rel=1e-3)
+
+
+class Tier(enum.StrEnum):  # as Django's TextChoices, which services pass in payloads and filters
+    MID = "mid"
+    LONG = "long"
+
+
+def test_str_enum_members_are_stored_and_matched_as_their_strings(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector, tier=Tier.MID), make_point(2, vector, tier="long")])
+
+    [mid] = index.search(user_id="u1", vector=vector, limit=5, match={"tier": Tier.MID})
+    either = index.search(user_id="u1", vector=vector, limit=5, match_any={"tier": [Tier.MID, Tier.LONG]})
+    index.set_payload(user_id="u1", ids=[pid(2)], payload={"tier": Tier.MID})
+
+    assert mid.id == pid(1) and type(mid.payload["tier"]) is str and mid.payload["tier"] == "mid"
+    assert sorted(ids(either)) == [pid(1), pid(2)]
+    assert index.count(user_id="u1") == len(index.search(user_id="u1", vector=vector, limit=5, match={"tier": "mid"}))
 
 
 # ---------------------------------------------------------------- what the port promises and what it does not
