@@ -1,7 +1,8 @@
 """Shared fixtures: a fresh Qdrant Edge shard per test, maintenance inline, real MiniLM.
 
-`pytest --fakes` (`make test-fast`) runs on tests/fakes.py's embedder and vector index instead and
-leaves out the tests marked `real_adapters`, whose assertions need MiniLM's or Qdrant's own behaviour."""
+`pytest --fakes` (`make test-fast`) runs on tests/fakes.py's embedder and vector index instead (and a
+fast password hasher) and leaves out the tests marked `real_adapters`, whose assertions need MiniLM's
+or Qdrant's own behaviour."""
 
 from __future__ import annotations
 
@@ -56,15 +57,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True, scope="session")
 def _adapters_for_the_tier(request: pytest.FixtureRequest):
-    """The fakes under --fakes; otherwise nothing changes (the real adapters, as in production)."""
+    """Under --fakes: the fake adapters, and test users' passwords hashed by MD5 (Django's advice for
+    tests: PBKDF2 took 0.7 s a user on this machine). Otherwise nothing changes: the CI gate runs
+    the real adapters and the production hasher."""
     if not request.config.getoption("fakes"):
+        yield
         return
-    from django.conf import settings
+    from django.test import override_settings
 
     from memory.adapters import configured
 
-    settings.ADAPTER_FACTORIES = FAKE_ADAPTERS
+    fast = override_settings(ADAPTER_FACTORIES=FAKE_ADAPTERS,
+                             PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
+    fast.enable()
     configured.reset_adapters()
+    yield
+    fast.disable()
 
 
 @pytest.fixture(autouse=True, scope="session")
