@@ -38,13 +38,13 @@ from memory.adapters.vectors import (
     _ScopedIndex,
     _SparseQuery,
 )
-from memory.engine.ports import ModelError, VectorHit
+from memory.engine.ports import VectorHit
 from memory.engine.sparse import tokenize
 
 FAKE_EMBEDDER_NAME = "fake-hashed-bag-of-words"
 FAKE_DIMENSION = 384  # MiniLM's, so that every size computed from `dimension` stays the same
-# How much of a vector is the text's own direction rather than its words: small enough that one
-# shared word outweighs it (cosine ~0.5 for two 2-word texts), large enough to break ties.
+# How much of a vector is the text's own direction rather than its words: small enough that a
+# shared word outweighs it, large enough that unrelated texts never tie at exactly 0.
 TEXT_WEIGHT = 0.15
 # Each word lands in this many buckets, with a sign each: fewer collisions decide a similarity.
 BUCKETS_PER_WORD = 2
@@ -73,8 +73,6 @@ class FakeEmbedder:
         return [self._one(text) for text in texts]
 
     def _one(self, text: str) -> list[float]:
-        if not isinstance(text, str):
-            raise ModelError(f"{self.name} can only embed text, got {type(text).__name__}")
         words = np.zeros(self.dimension)
         for word in tokenize(text):
             digest = hashlib.blake2b(word.encode("utf-8"), digest_size=4 * BUCKETS_PER_WORD).digest()
