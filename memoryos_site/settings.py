@@ -278,9 +278,14 @@ MEMORYOS = {
     "FILE_READ_MEMORY_BYTES": env_int("MEMORYOS_FILE_READ_MEMORY_BYTES", 512 * 1024 * 1024),
     "FILE_READ_OVER_TIME": env("MEMORYOS_FILE_READ_OVER_TIME", "keep"),
     "MAX_IMAGE_PIXELS": env_int("MEMORYOS_MAX_IMAGE_PIXELS", 89_478_485),
-    # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,
+    # The work after a reply yields to replies (memory/services/after_reply.py). "thread": a
+    # low-priority lane in this process, run while no reply is under way; "sync": inline (tests,
     # imports); "off": only `manage.py maintenance` runs it.
     "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "thread"),
+    # The lane runs a job anyway once it has waited this long for the replies to stop.
+    "MAINTENANCE_MAX_DEFER_S": env_float("MEMORYOS_MAINTENANCE_MAX_DEFER_S", 30.0),
+    # A failed run is tried again after this, then twice as long (3 tries; due work keeps trying).
+    "MAINTENANCE_RETRY_S": env_float("MEMORYOS_MAINTENANCE_RETRY_S", 2.0),
     # A page still awaiting its reply this long after it was stored belongs to a turn whose process
     # stopped (a live turn ends within the LLM's timeout and retries); maintenance completes it
     # without a reply so that the user's words still enter memory.
@@ -345,6 +350,9 @@ MEMORYOS_API = {
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": REDIS_PREFIX or "memoryos"}}
+
+if MEMORYOS["MAINTENANCE_MODE"] not in ("thread", "sync", "off"):
+    raise ImproperlyConfigured("MEMORYOS_MAINTENANCE_MODE is one of thread, sync or off.")
 
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 LOGGING = {

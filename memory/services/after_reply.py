@@ -1,0 +1,162 @@
+"""The work after a reply (maintenance, Memoria's ratings) yields to the replies.
+
+Where it runs is MEMORYOS_MAINTENANCE_MODE's choice:
+
+- "thread" (the default without Redis and a Qdrant server): a low-priority lane in this process,
+  one thread that starts a job only when no reply is under way here, and pauses between
+  maintenance steps while one is. A job that has waited MAINTENANCE_MAX_DEFER_S runs anyway, so a
+  server that never goes quiet still catches up.
+- "sync": inline (tests, imports); "off": only `manage.py maintenance` runs it.
+
+Nothing is lost when a job is interrupted: a page's reply marks the user's maintenance due in the
+transaction that stores it (memory/services/pages.py), before any job is queued, and the flag is
+cleared only by a run that finished; a failed job is retried, and due work
+(memory/services/due_work.py) hands every user still due to the lane again.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from memory.services.maintenance import MAX_RETRIES, maintenance_run
+from memory.services.memoria import memoria_after_reply
+
+log = logging.getLogger(__name__)
+
+
+class RepliesUnderWay:
+    """How many turns of this process are between storing their message and storing their reply."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def enter(self) -> Callable[[], None]:
+        """Count one reply; returns the function that ends it (calling it again does nothing)."""
+        with self._changed:
+            self._count += 1
+        ended = threading.Event()
+
+        def end() -> None:
+            if ended.is_set():
+                return
+            ended.set()
+            with self._changed:
+                self._count -= 1
+                self._changed.notify_all()
+
+        return end
+
+    def wait_until_none(self, *, deadline: float) -> bool:
+        """Block until no reply is under way or `deadline` (time.monotonic()) passes; True if none is."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._count == 0, timeout=max(0.0, deadline - time.monotonic()))
+
+
+replies_under_way = RepliesUnderWay()
+
+
+class LowPriorityLane:
+    """One thread running jobs when no reply is under way. A job is named by a key: a second job with
+    the key of one still queued is dropped (one maintenance run does all of a user's due work)."""
+
+    def __init__(self, replies: RepliesUnderWay) -> None:
+        self._replies = replies
+        self._changed = threading.Condition()
+        self._jobs: dict[Hashable, tuple[float, Callable[[Callable[[], None]], None], int]] = {}
+        self._running = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, key: Hashable, job: Callable[[Callable[[], None]], None], *, attempt: int = 0) -> None:
+        """Queue `job(pause)`; `pause()` blocks while replies are under way (call it between steps)."""
+        with self._changed:
+            self._jobs.setdefault(key, (time.monotonic(), job, attempt))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="memory-after-reply", daemon=True)
+                self._thread.start()
+            self._changed.notify_all()
+
+    def queued(self) -> list[Hashable]:
+        with self._changed:
+            return list(self._jobs)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every queued job has run (tests, a graceful stop); True if the lane is idle."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._jobs and not self._running, timeout=timeout)
+
+    def _loop(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._jobs))
+                oldest = next(iter(self._jobs.values()))[0]
+            deadline = oldest + settings.MEMORYOS["MAINTENANCE_MAX_DEFER_S"]
+            pause = functools.partial(self._replies.wait_until_none, deadline=deadline)
+            pause()  # the job is taken only now: what was queued meanwhile for its key joins it
+            with self._changed:
+                key = next(iter(self._jobs))
+                _queued_at, job, attempt = self._jobs.pop(key)
+                self._running = True
+            try:
+                self._run(key, job, attempt, pause)
+            finally:
+                with self._changed:
+                    self._running = False
+                    self._changed.notify_all()
+
+    def _run(self, key: Hashable, job: Callable[[Callable[[], None]], None], attempt: int,
+             pause: Callable[[], None]) -> None:
+        close_old_connections()
+        try:
+            job(pause)
+        except Exception:
+            log.exception("event=after_reply_failed job=%s attempt=%s", key, attempt)
+            if attempt + 1 < MAX_RETRIES:  # the user stays due meanwhile: due work also retries it
+                delay = settings.MEMORYOS["MAINTENANCE_RETRY_S"] * 2 ** attempt
+                timer = threading.Timer(delay, self.submit, args=(key, job), kwargs={"attempt": attempt + 1})
+                timer.daemon = True
+                timer.start()
+        finally:
+            close_old_connections()
+
+
+lane = LowPriorityLane(replies_under_way)
+
+
+# --- what is scheduled -------------------------------------------------------------------------
+
+def maintenance_schedule(*, user_id: int) -> None:
+    """Maintenance for the user, where MAINTENANCE_MODE says. The caller has marked it due."""
+    mode = settings.MEMORYOS["MAINTENANCE_MODE"]
+    if mode == "sync":
+        maintenance_run(user_id=user_id)
+    elif mode == "thread":
+        lane.submit(("maintenance", user_id), lambda pause: maintenance_run(user_id=user_id, pause=pause))
+
+
+def memoria_after_reply_schedule(*, user_id: int, trace_id, reply: str) -> None:
+    """Rate the reply's recalled memories (memory/services/memoria.py) off the reply path."""
+    mode = settings.MEMORYOS["MAINTENANCE_MODE"]
+    if mode == "sync":
+        memoria_after_reply(user_id=user_id, trace_id=trace_id, reply=reply)
+    else:  # "off" leaves maintenance to the command; a rating has no due flag to find it by later
+        lane.submit(("memoria", str(trace_id)), lambda _pause: _memoria_rate(user_id, trace_id, reply))
+
+
+def _memoria_rate(user_id: int, trace_id, reply: str) -> None:
+    """A rating moves importance by EWMA: one that failed is logged, never tried twice."""
+    try:
+        memoria_after_reply(user_id=user_id, trace_id=trace_id, reply=reply)
+    except Exception:
+        log.exception("event=memoria_rating_failed user=%s trace=%s", user_id, trace_id)
