@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import gc
+import os
+import uuid
 
 import pytest
 from django.db import connection
 
-from memory.models import DialoguePage, Segment, Tier, UserMemoryState
-from memory.services import after_reply, turns
+from memory.models import DialoguePage, PageStatus, Segment, Tier, UserMemoryState
+from memory.services import after_reply, due_work, maintenance, turns
 from memory.services.after_reply import lane, replies_under_way
 from memory.services.maintenance import maintenance_run
 from memory.services.turns import turn_finish, turn_prepare, turn_reply, turn_run
+from tests.conftest import redis_available
 
 MESSAGES = ("I adopted a puppy named Max last week.", "Max the puppy chewed my shoes again.",
             "My quarterly tax filing is due on Friday.", "I bought a violin for my lessons.")
@@ -157,3 +160,117 @@ def test_a_reply_stored_during_a_run_keeps_the_user_due(memory_env, make_user):
     assert UserMemoryState.objects.get(user=user).maintenance_due
     maintenance_run(user_id=user.pk)
     assert not UserMemoryState.objects.get(user=user).maintenance_due
+
+
+# --- Celery: worker processes apart from the web servers, on the local Redis ---------------------
+
+@pytest.fixture
+def celery_queue(memory_env):
+    """MAINTENANCE_MODE=celery on a queue of this test's own; yields a function that starts a real
+    worker (celery.contrib.testing, in a thread of this process, so that it shares the test's
+    database and vector shard)."""
+    if not redis_available():
+        pytest.skip("needs the Redis server on 127.0.0.1:6379")
+    from celery.contrib.testing.worker import start_worker
+
+    from memoryos_site.celery import app
+
+    queue = f"memoryos-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    memory_env.CELERY_TASK_DEFAULT_QUEUE = queue
+    tune(memory_env, MAINTENANCE_MODE="celery", STM_CAPACITY=1, MAINTENANCE_RETRY_S=0.05)
+    yield lambda: start_worker(app, pool="solo", perform_ping_check=False, queues=[queue], shutdown_timeout=60)
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_delete(queue)
+
+
+def _eventually(condition, timeout: float = 60.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _settled(*users) -> bool:
+    return not UserMemoryState.objects.filter(user__in=users, maintenance_due=True).exists()
+
+
+def test_a_celery_worker_does_the_due_maintenance_with_the_inline_end_state(celery_queue, memory_env, make_user):
+    queued, inline = make_user("queued"), make_user("inline")
+    with celery_queue():
+        store_turns(queued)
+        assert _eventually(lambda: _settled(queued))
+    tune(memory_env, MAINTENANCE_MODE="sync")
+    store_turns(inline)
+
+    assert memory_shape(queued) == memory_shape(inline)
+    assert memory_shape(queued)["pages"][0][1] == Tier.MTM
+
+
+def test_work_queued_while_no_worker_runs_is_done_when_one_starts(celery_queue, make_user):
+    user = make_user()
+    store_turns(user, MESSAGES[:3])  # queued in Redis; nobody takes it yet
+    assert UserMemoryState.objects.get(user=user).maintenance_due
+    assert not DialoguePage.objects.filter(user=user, tier=Tier.MTM).exists()
+
+    with celery_queue():
+        assert _eventually(lambda: _settled(user))
+    assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == 2
+
+
+def test_an_interrupted_task_is_picked_up_again(celery_queue, monkeypatch, make_user):
+    user = make_user()
+    real_move, calls = maintenance.page_move_to_mtm, []
+
+    def dies_once(**kwargs):
+        calls.append(kwargs["page_id"])
+        if len(calls) == 1:
+            raise RuntimeError("the worker lost the database mid-run")
+        return real_move(**kwargs)
+
+    monkeypatch.setattr(maintenance, "page_move_to_mtm", dies_once)
+    with celery_queue():
+        store_turns(user, MESSAGES[:2])
+        assert _eventually(lambda: _settled(user))
+
+    assert calls[0] == calls[1]  # the same page, moved by the retried task
+    assert [p.tier for p in DialoguePage.objects.filter(user=user).order_by("seq")] == [Tier.MTM, Tier.STM]
+    assert all(p.status == PageStatus.COMPLETE for p in DialoguePage.objects.filter(user=user))
+
+
+def test_a_task_lost_with_its_worker_is_queued_again_by_due_work(celery_queue, make_user):
+    from memoryos_site.celery import app
+
+    user = make_user()
+    store_turns(user, MESSAGES[:2])
+    with app.connection_for_write() as conn:  # the queued task is lost (say, Redis lost its data)
+        assert conn.default_channel.queue_purge(after_reply_queue()) >= 1
+
+    assert due_work.due_work_dispatch() == 1  # what every web server does as it starts and then and again
+    with celery_queue():
+        assert _eventually(lambda: _settled(user))
+    assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == 1
+
+
+def after_reply_queue() -> str:
+    from django.conf import settings
+
+    return settings.CELERY_TASK_DEFAULT_QUEUE
+
+
+def test_a_users_task_touches_only_that_users_memory(celery_queue, memory_env, make_user):
+    ana, ben = make_user("ana"), make_user("ben")
+    tune(memory_env, MAINTENANCE_MODE="off")
+    store_turns(ben, MESSAGES[:3])  # Ben's work is due, and nobody queues it
+    bens_memory = memory_shape(ben)
+    tune(memory_env, MAINTENANCE_MODE="celery")
+    with celery_queue():
+        store_turns(ana, MESSAGES[:3])
+        assert _eventually(lambda: _settled(ana))
+
+    assert memory_shape(ben) == bens_memory
+    assert memory_shape(ben)["due"]
+    assert DialoguePage.objects.filter(user=ana, tier=Tier.MTM).count() == 2
