@@ -286,6 +286,8 @@ MEMORYOS = {
     "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "celery" if REDIS_URL and env("QDRANT_URL") else "thread"),
     # The lane runs a job anyway once it has waited this long for the replies to stop.
     "MAINTENANCE_MAX_DEFER_S": env_float("MEMORYOS_MAINTENANCE_MAX_DEFER_S", 30.0),
+    # ...and starts one only after no reply has been under way, nor begun, for this long.
+    "MAINTENANCE_QUIET_S": env_float("MEMORYOS_MAINTENANCE_QUIET_S", 0.25),
     # A failed run is tried again after this, then twice as long (3 tries; due work keeps trying).
     "MAINTENANCE_RETRY_S": env_float("MEMORYOS_MAINTENANCE_RETRY_S", 2.0),
     # A page still awaiting its reply this long after it was stored belongs to a turn whose process

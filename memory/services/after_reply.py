@@ -20,6 +20,7 @@ the queue again.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import threading
@@ -42,6 +43,7 @@ class RepliesUnderWay:
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._count = 0
+        self._started = 0  # replies ever begun: a new one during a quiet spell breaks it
 
     @property
     def count(self) -> int:
@@ -51,22 +53,35 @@ class RepliesUnderWay:
         """Count one reply; returns the function that ends it (calling it again does nothing)."""
         with self._changed:
             self._count += 1
-        ended = threading.Event()
+            self._started += 1
+            self._changed.notify_all()
+        ended = False
 
         def end() -> None:
-            if ended.is_set():
-                return
-            ended.set()
+            nonlocal ended
             with self._changed:
-                self._count -= 1
-                self._changed.notify_all()
+                if not ended:
+                    ended = True
+                    self._count -= 1
+                    self._changed.notify_all()
 
         return end
 
-    def wait_until_none(self, *, deadline: float) -> bool:
-        """Block until no reply is under way or `deadline` (time.monotonic()) passes; True if none is."""
+    def wait_until_none(self, *, deadline: float, quiet_s: float = 0.0) -> bool:
+        """Block until no reply is under way and none has begun for `quiet_s`, or until `deadline`
+        (time.monotonic()) passes; True if it is quiet.
+
+        Between one reply's end and the next one's start on the same turn worker no reply may be
+        under way for an instant; the quiet spell keeps a burst from looking idle then."""
         with self._changed:
-            return self._changed.wait_for(lambda: self._count == 0, timeout=max(0.0, deadline - time.monotonic()))
+            while True:
+                if not self._changed.wait_for(lambda: self._count == 0, timeout=max(0.0, deadline - time.monotonic())):
+                    return False
+                started = self._started
+                if quiet_s <= 0 or not self._changed.wait_for(
+                        lambda started=started: self._started != started,
+                        timeout=max(0.0, min(quiet_s, deadline - time.monotonic()))):
+                    return True
 
 
 replies_under_way = RepliesUnderWay()
@@ -107,8 +122,10 @@ class LowPriorityLane:
                 self._changed.wait_for(lambda: bool(self._jobs))
                 oldest = next(iter(self._jobs.values()))[0]
             deadline = oldest + settings.MEMORYOS["MAINTENANCE_MAX_DEFER_S"]
-            pause = functools.partial(self._replies.wait_until_none, deadline=deadline)
-            pause()  # the job is taken only now: what was queued meanwhile for its key joins it
+            quiet_s = settings.MEMORYOS["MAINTENANCE_QUIET_S"]
+            # The job is taken only once it is quiet: what was queued meanwhile for its key joins it.
+            self._replies.wait_until_none(deadline=deadline, quiet_s=quiet_s)
+            pause = functools.partial(self._pause, deadline=deadline, quiet_s=quiet_s)
             with self._changed:
                 key = next(iter(self._jobs))
                 _queued_at, job, attempt = self._jobs.pop(key)
@@ -119,6 +136,11 @@ class LowPriorityLane:
                 with self._changed:
                     self._running = False
                     self._changed.notify_all()
+
+    def _pause(self, *, deadline: float, quiet_s: float) -> None:
+        """Between two steps of a job: go on at once if no reply is under way, else wait for quiet."""
+        if self._replies.count:
+            self._replies.wait_until_none(deadline=deadline, quiet_s=quiet_s)
 
     def _run(self, key: Hashable, job: Callable[[Callable[[], None]], None], attempt: int,
              pause: Callable[[], None]) -> None:
@@ -137,6 +159,9 @@ class LowPriorityLane:
 
 
 lane = LowPriorityLane(replies_under_way)
+# A command (`manage.py chat`) or a stopping server finishes what it queued, as long as this.
+EXIT_DRAIN_S = 60.0
+atexit.register(lane.drain, EXIT_DRAIN_S)
 
 
 # --- what is scheduled -------------------------------------------------------------------------

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
+import time
 import uuid
 
 import pytest
@@ -11,7 +13,7 @@ from django.db import connection
 
 from memory.models import DialoguePage, PageStatus, Segment, Tier, UserMemoryState
 from memory.services import after_reply, due_work, maintenance, turns
-from memory.services.after_reply import lane, replies_under_way
+from memory.services.after_reply import RepliesUnderWay, lane, replies_under_way
 from memory.services.maintenance import maintenance_run
 from memory.services.turns import turn_finish, turn_prepare, turn_reply, turn_run
 from tests.conftest import redis_available
@@ -129,6 +131,37 @@ def test_a_refused_message_does_not_count_as_a_reply(in_process_lane, make_user)
     assert replies_under_way.count == 0
 
 
+def test_a_reply_begun_during_the_quiet_spell_keeps_the_lane_waiting():
+    replies, events = RepliesUnderWay(), []
+    end_first = replies.enter()
+    second = []
+
+    def later(delay, what, action):
+        timer = threading.Timer(delay, lambda: (action(), events.append(what)))
+        timer.start()
+        return timer
+
+    timers = [later(0.05, "first ended", end_first),
+              later(0.15, "second began", lambda: second.append(replies.enter())),  # inside the quiet spell
+              later(0.4, "second ended", lambda: second[0]())]
+    assert replies.wait_until_none(deadline=time.monotonic() + 30, quiet_s=0.2)
+    events.append("quiet")
+    for timer in timers:
+        timer.join()
+
+    assert events == ["first ended", "second began", "second ended", "quiet"]
+    assert replies.count == 0
+
+
+def test_waiting_for_quiet_ends_at_the_deadline_while_a_reply_is_under_way():
+    replies = RepliesUnderWay()
+    end = replies.enter()
+    assert not replies.wait_until_none(deadline=time.monotonic() + 0.1, quiet_s=0.05)
+    end()
+    end()  # a second end does not count twice
+    assert replies.count == 0 and replies.wait_until_none(deadline=time.monotonic(), quiet_s=0)
+
+
 def test_maintenance_pauses_only_between_steps_outside_any_transaction(memory_env, make_user):
     tune(memory_env, STM_CAPACITY=1, MAINTENANCE_MODE="off")
     user = make_user()
@@ -184,8 +217,6 @@ def celery_queue(memory_env):
 
 
 def _eventually(condition, timeout: float = 60.0) -> bool:
-    import time
-
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
