@@ -184,25 +184,30 @@ def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | 
     """
     end = replies_under_way.enter()
     try:
-        sona = sona or sona_get_or_create(user=user)
-        policy = policy_choose(requested=policy, sona=sona)
-        attached = files_for_turn(user=user, cids=files)
-        page = page_start(user=user, query=message, sona=sona, files=attached)
-        if on_stored is not None:
-            on_stored(page)
-        recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy)
-        system = SYSTEM_PROMPT.format(sona=sona.name)
-        if sona.profile:
-            system += f"\nYour persona: {sona.profile}"
-        prompt = assemble_prompt(query=page.query + attachment_prompt_text(attached), items=recall.items,
-                                 system=system, budget_tokens=memory_params().prompt_token_budget)
-        trace_record_prompt(recall=recall, prompt=prompt)
+        turn = _prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files)
     except BaseException:
         end()
         raise
-    turn = PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached)
     turn.reply_ended = weakref.finalize(turn, end)  # a caller that drops the turn still ends the count
     return turn
+
+
+def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
+             on_stored: Callable[[DialoguePage], None] | None, files: Sequence[str]) -> PreparedTurn:
+    sona = sona or sona_get_or_create(user=user)
+    policy = policy_choose(requested=policy, sona=sona)
+    attached = files_for_turn(user=user, cids=files)
+    page = page_start(user=user, query=message, sona=sona, files=attached)
+    if on_stored is not None:
+        on_stored(page)
+    recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy)
+    system = SYSTEM_PROMPT.format(sona=sona.name)
+    if sona.profile:
+        system += f"\nYour persona: {sona.profile}"
+    prompt = assemble_prompt(query=page.query + attachment_prompt_text(attached), items=recall.items, system=system,
+                             budget_tokens=memory_params().prompt_token_budget)
+    trace_record_prompt(recall=recall, prompt=prompt)
+    return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached)
 
 
 def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
