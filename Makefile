@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint
+.PHONY: install run test test-fast lint
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,12 @@ run: install
 
 test: install
 	$(BIN)/pytest
+
+# The fast tier while developing: engine, architecture and service tests on tests/fakes.py's
+# embedder and vector index (no MiniLM, no Qdrant shard), without the tests marked real_adapters.
+# `make test` (the real adapters, every test) stays the CI gate.
+test-fast: install
+	$(BIN)/pytest --fakes -m "not browser" tests/engine tests/test_architecture.py tests/memory/services
 
 lint: install
 	$(BIN)/ruff check memory persona memoryos_site tests

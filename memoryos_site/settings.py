@@ -278,9 +278,18 @@ MEMORYOS = {
     "FILE_READ_MEMORY_BYTES": env_int("MEMORYOS_FILE_READ_MEMORY_BYTES", 512 * 1024 * 1024),
     "FILE_READ_OVER_TIME": env("MEMORYOS_FILE_READ_OVER_TIME", "keep"),
     "MAX_IMAGE_PIXELS": env_int("MEMORYOS_MAX_IMAGE_PIXELS", 89_478_485),
-    # "thread": maintenance runs in an in-process worker after the reply; "sync": inline (tests,
-    # imports); "off": only `manage.py maintenance` runs it.
-    "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "thread"),
+    # The work after a reply yields to replies (memory/services/after_reply.py). "thread": a
+    # low-priority lane in this process, run while no reply is under way (the default on one
+    # machine); "celery": a task for worker processes apart from the web servers (the default when
+    # Redis and a Qdrant server are configured: a worker cannot open the server's embedded shard);
+    # "sync": inline (tests, imports); "off": only `manage.py maintenance` runs it.
+    "MAINTENANCE_MODE": env("MEMORYOS_MAINTENANCE_MODE", "celery" if REDIS_URL and env("QDRANT_URL") else "thread"),
+    # The lane runs a job anyway once it has waited this long for the replies to stop.
+    "MAINTENANCE_MAX_DEFER_S": env_float("MEMORYOS_MAINTENANCE_MAX_DEFER_S", 30.0),
+    # ...and starts one only after no reply has been under way, nor begun, for this long.
+    "MAINTENANCE_QUIET_S": env_float("MEMORYOS_MAINTENANCE_QUIET_S", 0.25),
+    # A failed run is tried again after this, then twice as long (3 tries; due work keeps trying).
+    "MAINTENANCE_RETRY_S": env_float("MEMORYOS_MAINTENANCE_RETRY_S", 2.0),
     # A page still awaiting its reply this long after it was stored belongs to a turn whose process
     # stopped (a live turn ends within the LLM's timeout and retries); maintenance completes it
     # without a reply so that the user's words still enter memory.
@@ -345,6 +354,27 @@ MEMORYOS_API = {
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                           "KEY_PREFIX": REDIS_PREFIX or "memoryos"}}
+
+# Celery (memoryos_site/celery.py): the work after replies when MAINTENANCE_MODE is "celery", on the
+# Redis the chat already uses. A task is acknowledged once it ran, so one whose worker died is
+# delivered again after the visibility timeout; the user's due flag keeps the work meanwhile.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", REDIS_URL or "redis://127.0.0.1:6379/0")
+CELERY_TASK_DEFAULT_QUEUE = env("MEMORYOS_CELERY_QUEUE", "memoryos-after-reply")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1  # a worker holds one job: the others stay free for its peers
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # a worker logs like the web servers (LOGGING below)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_float("MEMORYOS_CELERY_VISIBILITY_TIMEOUT_S", 3600.0),
+    "global_keyprefix": REDIS_PREFIX or "",
+}
+if MEMORYOS["MAINTENANCE_MODE"] == "celery" and not QDRANT_URL:
+    raise ImproperlyConfigured("MEMORYOS_MAINTENANCE_MODE=celery needs QDRANT_URL: a worker process cannot open "
+                               "the web server's embedded vector shard.")
+if MEMORYOS["MAINTENANCE_MODE"] not in ("thread", "celery", "sync", "off"):
+    raise ImproperlyConfigured("MEMORYOS_MAINTENANCE_MODE is one of thread, celery, sync or off.")
 
 LOG_LEVEL = env("LOG_LEVEL", "INFO")
 LOGGING = {

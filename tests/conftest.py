@@ -1,4 +1,8 @@
-"""Shared fixtures: a fresh Qdrant Edge shard per test, maintenance inline, real MiniLM."""
+"""Shared fixtures: a fresh Qdrant Edge shard per test, maintenance inline, real MiniLM.
+
+`pytest --fakes` (`make test-fast`) runs on tests/fakes.py's embedder and vector index instead (and a
+fast password hasher) and leaves out the tests marked `real_adapters`, whose assertions need MiniLM's
+or Qdrant's own behaviour."""
 
 from __future__ import annotations
 
@@ -32,6 +36,43 @@ def stopped_mid_turn(user, query: str, *, minutes_ago: float):
     page = page_start(user=user, query=query)
     DialoguePage.objects.filter(id=page.id).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
     return page
+
+
+FAKE_ADAPTERS = {"embedder": "tests.fakes.FakeEmbedder", "vector_index": "tests.fakes.FakeVectorIndex"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fakes", action="store_true",
+                     help="run on the fake embedder and vector index (tests/fakes.py); skip real_adapters tests")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("fakes"):
+        return
+    real = [item for item in items if item.get_closest_marker("real_adapters")]
+    if real:
+        config.hook.pytest_deselected(items=real)
+        items[:] = [item for item in items if not item.get_closest_marker("real_adapters")]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _adapters_for_the_tier(request: pytest.FixtureRequest):
+    """Under --fakes: the fake adapters, and test users' passwords hashed by MD5 (Django's advice for
+    tests: PBKDF2 took 0.7 s a user on this machine). Otherwise nothing changes: the CI gate runs
+    the real adapters and the production hasher."""
+    if not request.config.getoption("fakes"):
+        yield
+        return
+    from django.test import override_settings
+
+    from memory.adapters import configured
+
+    fast = override_settings(ADAPTER_FACTORIES=FAKE_ADAPTERS,
+                             PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"])
+    fast.enable()
+    configured.reset_adapters()
+    yield
+    fast.disable()
 
 
 @pytest.fixture(autouse=True, scope="session")

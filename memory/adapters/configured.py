@@ -1,5 +1,11 @@
 """The adapters this process uses, built lazily once from settings (an embedded Qdrant shard opens
-in one process only): the embedder, the vector index and the chat model, each behind its engine port."""
+in one process only): the embedder, the vector index and the chat model, each behind its engine port.
+
+`settings.ADAPTER_FACTORIES` (unset in production) may name replacements by dotted path:
+{"embedder": "tests.fakes.FakeEmbedder", "vector_index": "tests.fakes.FakeVectorIndex"} is how the
+fast test tier runs services on fakes. The vector index factory is called as
+factory(path, dimension=...), like EdgeVectorIndex.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from memory.engine.ports import ChatModel, Embedder, VectorIndex
 
@@ -39,9 +46,20 @@ def _built_once(factory: Callable[[], T]) -> Callable[[], T]:
     return get
 
 
+def _replacement(name: str) -> Callable[..., T] | None:
+    factory = (getattr(settings, "ADAPTER_FACTORIES", None) or {}).get(name)
+    if factory is None:
+        return None
+    log.info("event=adapter_replaced adapter=%s factory=%s", name, factory)
+    return import_string(factory) if isinstance(factory, str) else factory
+
+
 @_built_once
 def embedder() -> Embedder:
     from memory.adapters.embeddings import build_embedder
+
+    if replacement := _replacement("embedder"):
+        return replacement()
 
     if settings.EMBEDDING_BACKEND == "openai":
         return build_embedder(backend="openai", api_key=settings.OPENAI_API_KEY,
@@ -53,6 +71,8 @@ def embedder() -> Embedder:
 def vector_index() -> VectorIndex:
     from memory.adapters.vectors import open_vector_index
 
+    if replacement := _replacement("vector_index"):
+        return replacement(settings.QDRANT_PATH, dimension=embedder().dimension)
     return open_vector_index(url=settings.QDRANT_URL or None, path=settings.QDRANT_PATH,
                              dimension=embedder().dimension, collection=settings.QDRANT_COLLECTION,
                              api_key=settings.QDRANT_API_KEY)

@@ -60,9 +60,11 @@ class _Scope:
 
 def _scope(user_id: str | None, *, kind: str | None = None, match: dict[str, Any] | None = None,
                match_any: dict[str, Sequence[Any]] | None = None,
-               ids: Sequence[str] | None = None) -> _Scope:
+               ids: Sequence[str] | None = None, any_user: bool = False) -> _Scope:
+    """`user_id` None means every user only where `any_user` says so (count): a read or write
+    that names no owner is an error, never a reach into all users' points."""
     equals: list[tuple[str, Any]] = []
-    if user_id is not None:
+    if user_id is not None or not any_user:
         equals.append((TENANT_FIELD, _user(user_id)))
     if kind is not None:
         equals.append(("kind", kind))
@@ -221,7 +223,7 @@ class _ScopedIndex:
                 if payload.get(TENANT_FIELD) == user_id}
 
     def count(self, *, user_id: str | None = None, kind: str | None = None) -> int:
-        scope = _scope(user_id, kind=kind)
+        scope = _scope(user_id, kind=kind, any_user=True)
         return self._count(scope if scope.equals else None)
 
     # Primitives, called with validated arguments.

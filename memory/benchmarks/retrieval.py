@@ -112,6 +112,8 @@ ABLATIONS: dict[str, tuple[str, Callable[[], Any], tuple[str, ...] | None]] = {
     "core-speaker": ("the relevance core without the speaker boost", lambda: _core_params(speaker_boost=0.0), CORE),
     "core-smoothing": ("the relevance core without smoothing along the dialogue",
                        lambda: _core_params(previous_weight=0.0, next_weight=0.0), CORE),
+    "core-meaning": ("the relevance core without smoothing by meaning (nearest turns in embedding space)",
+                     lambda: _core_params(meaning_weight=0.0), CORE),
     "core+diversity": ("the relevance core with diversity across sessions (penalty 1.0)",
                        lambda: _core_params(session_penalty=1.0), CORE),
     "memoryos-segments": ("MemoryOS without its first stage: pages from every segment",

@@ -6,8 +6,9 @@ Qdrant Edge directory and the channel layer and LLM the environment configures (
 the offline engine by default). Every session opens a socket to /ws/chat/ at once, waits for
 "ready", then sends --messages messages one after another, each after the previous reply is
 done. Measured: sessions held open until the end, time to first token (send → first
-turn.token), time to the whole reply (send → turn.done), turns per second, errors (refused
-sockets, error frames, turn.error, timeouts), pages stored, the server's peak RSS.
+turn.token), time to the whole reply (send → turn.done), turns per second, how long after the
+load the users' maintenance caught up, errors (refused sockets, error frames, turn.error,
+timeouts), pages stored, the server's peak RSS.
 
 The per-user rate limit is raised to --messages for the server under test: this measures the
 chat's capacity, not its limiter. Bounded: --timeout seconds for the whole load.
@@ -32,7 +33,7 @@ from django.db import connection
 from django.test import Client
 
 from memory.benchmarks import common
-from memory.models import DialoguePage, PageStatus
+from memory.models import DialoguePage, PageStatus, UserMemoryState
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPICS = ("my sourdough starter", "the marathon in May", "learning jazz piano", "our trip to Lisbon",
@@ -286,6 +287,7 @@ def run(options: dict, stdout) -> dict:
                 print(f"daphne on {server.url}; warming up (the server loads its model)", file=sys.stderr)
             warm, _ = asyncio.run(_load(server.url, cookies[:1], origin, {**options, "messages": 1}))
             sessions, wall = asyncio.run(_load(server.url, cookies[1:], origin, options))
+            settled_s = _maintenance_settled(users[1:], timeout=options["timeout"])
             server_rss = server.peak_rss_mb()
         finally:
             server.stop()
@@ -299,7 +301,18 @@ def run(options: dict, stdout) -> dict:
     return summarize(sessions, wall, options, stored=stored, server_rss=server_rss, layer=layer,
                      database=database, warm_errors=warm[0].errors, server_errors=server_errors,
                      first_reply_ms=round(first_reply, 1), models_wait_ms=round(warm[0].models_wait_ms, 1),
-                     warm_up="off" if warm[0].models == "off" else "on")
+                     warm_up="off" if warm[0].models == "off" else "on", settled_s=settled_s)
+
+
+def _maintenance_settled(users: list, *, timeout: float) -> float:
+    """Seconds after the load until no user's maintenance is due (the work after the replies caught
+    up), NaN if it did not within `timeout`."""
+    started = time.perf_counter()
+    while UserMemoryState.objects.filter(user__in=users, maintenance_due=True).exists():
+        if time.perf_counter() - started > timeout:
+            return float("nan")
+        time.sleep(0.1)
+    return round(time.perf_counter() - started, 1)
 
 
 def summarize(sessions: list[SessionStats], wall: float, options: dict, **extra: Any) -> dict:
@@ -334,7 +347,9 @@ def render(result: dict) -> str:
         title=f"Websocket chat on loopback ({result['engine']} engine, {result['layer']}, "
               f"{result['database']})")
     errors = ", ".join(f"{k} x{v}" for k, v in result["errors"].items()) or "none"
-    start = (f"\n\nafter the server started (warm-up {result.get('warm_up')}): the first session waited "
+    settled = (f"\n\nmaintenance caught up {result['settled_s']} s after the last reply"
+               if "settled_s" in result else "")
+    start = (f"{settled}\n\nafter the server started (warm-up {result.get('warm_up')}): the first session waited "
              f"{result.get('models_wait_ms')} ms for the models, then its first reply took "
              f"{result.get('first_reply_ms')} ms")
     logged = f"\n\nthe server logged:\n{result['server_errors']}" if result.get("server_errors") else ""

@@ -4,7 +4,8 @@ Every utterance is indexed on its own (memory/services/utterances.py). A query's
 hits are put on one scale (z-scores), re-scored with a pseudo-relevance-feedback query, joined by
 a second hop (a keyword search for the names and events the first hits share beyond the query),
 smoothed along the conversation, and boosted for the participant the query names and for turns
-said in the period the question names (memory/engine/hybrid_scoring.py, time_window.py).
+said in the period the question names (memory/engine/hybrid_scoring.py, time_window.py); last,
+each of the best turns gains a share of the scores of its nearest turns in meaning among them.
 
 The policies differ in what they add to relevance, never in what matches: the hybrid policy ranks
 these turns directly (with diversity across sessions), the MemoryOS policy ranks segments by
@@ -46,6 +47,7 @@ class TurnRelevance:
     window: Window | None = None
     bridge: list[str] = field(default_factory=list)
     params: scoring.HybridParams = field(default_factory=lambda: PARAMS)
+    meaning: np.ndarray | None = None  # what smoothing by meaning added to `final` (None: not run)
 
     @property
     def seq(self) -> np.ndarray:
@@ -84,6 +86,7 @@ class TurnRelevance:
     def breakdown(self, index: int) -> dict[str, float]:
         key = self.keys[index]
         parts = {name: round(value, 4) for name, value in scoring.part_dict(self.parts, index).items()}
+        parts["meaning"] = round(float(self.meaning[index]), 4) if self.meaning is not None else 0.0
         parts["final"] = round(float(self.final[index]), 4)
         parts["cosine"] = round(self.dense.get(key, 0.0), 4)
         parts["bm25"] = round(self.sparse.get(key, 0.0), 4)
@@ -151,7 +154,26 @@ def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tier
                                   ids=[key for key in {**feedback, **(hop or {})} if key not in facts]))
     result = _score(facts, dense, sparse, feedback, hop, named, window, params, learned)
     result.bridge = bridge
+    if params.meaning_weight > 0:
+        _smooth_by_meaning(index, user_id, result)
     return result
+
+
+def _smooth_by_meaning(index, user_id: str, found: TurnRelevance) -> None:
+    """Lift the best `meaning_pool` turns by their neighbours in meaning among them
+    (scoring.meaning_lift), reading their vectors in one batch."""
+    params = found.params
+    pool = scoring.best_first(found.final, found.seq, found.pos, params.meaning_pool)
+    vectors = index.get_vectors(user_id=user_id, ids=[found.keys[i] for i in pool])
+    pool = [i for i in pool.tolist() if found.keys[i] in vectors]
+    found.meaning = np.zeros(len(found.keys))
+    if len(pool) < 2:
+        return
+    matrix = np.asarray([vectors[found.keys[i]] for i in pool], dtype=float)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    found.meaning[pool] = scoring.meaning_lift(found.final[pool], matrix, weight=params.meaning_weight,
+                                               neighbours=params.meaning_neighbours)
+    found.final = found.final + found.meaning
 
 
 def _long_term_pages(user, facts: Sequence[RecalledItem], params: scoring.HybridParams) -> dict[int, float]:

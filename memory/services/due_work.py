@@ -5,7 +5,9 @@ the maintenance that was due. A server (memoryos_site/asgi.py) starts one backgr
 runs the due work as it starts and then every MEMORYOS_DUE_WORK_INTERVAL_S: a stopped turn's page
 is completed once it is MEMORYOS_PENDING_TIMEOUT_S old (memory.selectors.stopped_turn_pages), and
 maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
-lock and re-checks its work), so several server processes may run it side by side.
+lock and re-checks its work), so several server processes may run it side by side. The thread
+only hands each user to where the work after replies runs (memory/services/after_reply.py): the
+low-priority lane, which waits for the replies under way, or the Celery workers.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from django.db import close_old_connections
 
 from memory.selectors import users_with_maintenance_to_do
+from memory.services.after_reply import maintenance_schedule
 from memory.services.maintenance import MaintenanceReport, maintenance_run
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,19 @@ def due_work_run(*, on_report: Callable[[int, MaintenanceReport], None] | None =
     return done
 
 
+def due_work_dispatch() -> int:
+    """Schedule maintenance for every user with due work (maintenance_schedule); how many users.
+
+    Inline ("sync"), one user's failure is logged and the others still run."""
+    users = users_with_maintenance_to_do()
+    for user_id in users:
+        try:
+            maintenance_schedule(user_id=user_id)
+        except Exception:
+            log.exception("event=due_work_failed user=%s", user_id)
+    return len(users)
+
+
 def due_work_start_in_background(*, interval_s: float) -> threading.Thread:
     """Start the process's due-work thread, once (later calls return the running one).
 
@@ -73,8 +89,8 @@ def _loop(interval_s: float) -> None:
     while True:
         close_old_connections()
         try:
-            users = due_work_run()
-            log.log(logging.INFO if users else logging.DEBUG, "event=due_work_done users=%s", users)
+            users = due_work_dispatch()
+            log.log(logging.INFO if users else logging.DEBUG, "event=due_work_scheduled users=%s", users)
         except Exception:  # the database is down: try again on the next tick
             log.exception("event=due_work_failed")
         finally:

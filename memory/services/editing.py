@@ -35,8 +35,9 @@ from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_no
 from memory.services.events import event_record
 from memory.services.long_term import lpm_point
 from memory.services.memoria import fulltext_page_put
-from memory.services.pages import SPEAKER_LABEL, page_point, page_row_text, validate_message
+from memory.services.pages import SPEAKER_LABEL, page_point, page_row_text
 from memory.services.segments import segment_point, segment_text
+from memory.services.turn_input import validate_message
 from memory.services.utterances import index_turns, turn_point_ids
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
 

@@ -37,6 +37,7 @@ from memory.models import AttachedFile, DialoguePage, LifecycleEvent, MemoryNode
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.services.events import event_record
+from memory.services.turn_input import validate_files
 
 log = logging.getLogger(__name__)
 
@@ -189,16 +190,10 @@ def file_open(*, user, cid: str) -> tuple[AttachedFile, bytes]:
 
 
 def files_for_turn(*, user, cids: Sequence[str]) -> list[AttachedFile]:
-    """The files a turn names, checked before its message is stored: each one this user uploaded.
-    A file already attached to another turn is attached again as a new row (the bytes are shared)."""
-    if not cids:
-        return []
-    if isinstance(cids, str) or not all(isinstance(cid, str) for cid in cids):
-        raise MemoryInputError("Files are named by a list of content ids.")
-    limit = _limits()["MAX_FILES_PER_TURN"]
-    unique = list(dict.fromkeys(cid.strip() for cid in cids))
-    if len(unique) > limit:
-        raise MemoryInputError(f"A turn carries at most {limit} files; got {len(unique)}.")
+    """The files a turn names (content ids checked by turn_input.validate_files), looked up before
+    its message is stored: each one this user uploaded, each once. A file already attached to
+    another turn is attached again as a new row (the bytes are shared)."""
+    unique = list(dict.fromkeys(validate_files(cids)))
     found = []
     for cid in unique:
         row = _pending_of(user=user, cid=cid) or file_of(user=user, cid=cid)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -31,7 +30,6 @@ from memory.models import (
     PageStatus,
     Segment,
     Tier,
-    UserMemoryState,
     vector_to_bytes,
 )
 from memory.selectors import stopped_turn_pages
@@ -56,7 +54,6 @@ from memory.services.utterances import index_turns
 log = logging.getLogger(__name__)
 
 _user_locks: defaultdict[int, threading.Lock] = defaultdict(threading.Lock)
-_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-maintenance")
 MAX_RETRIES = 3
 
 
@@ -75,37 +72,16 @@ class MaintenanceReport:
     recollections: list[str] = field(default_factory=list)  # Exocortex recollections stored
 
 
-def maintenance_schedule(*, user_id: int) -> None:
-    """Run now (sync), in the in-process worker (thread), or leave it to the command (off)."""
-    mode = settings.MEMORYOS["MAINTENANCE_MODE"]
-    if mode == "sync":
-        maintenance_run(user_id=user_id)
-    elif mode == "thread":
-        _executor.submit(_run_in_worker, user_id, 0)
-
-
-def _run_in_worker(user_id: int, attempt: int) -> None:
-    close_old_connections()
-    try:
-        maintenance_run(user_id=user_id)
-    except Exception:
-        log.exception("event=maintenance_failed user=%s attempt=%s", user_id, attempt)
-        if attempt + 1 < MAX_RETRIES:
-            timer = threading.Timer(2.0 * 2 ** attempt, _executor.submit,
-                                    args=(_run_in_worker, user_id, attempt + 1))
-            timer.daemon = True
-            timer.start()
-    finally:
-        close_old_connections()
-
-
 def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_now: bool = True,
-                    recollect: bool = True) -> MaintenanceReport:
+                    recollect: bool = True, pause: Callable[[], object] | None = None) -> MaintenanceReport:
     """All steps for one user, serialised with any other run for that user in this process.
 
     A bulk import passes index_turns_now=False and indexes utterances once per batch, and
     recollect=False: recollections (memory/services/exocortex.py) belong to a live turn's context.
+    `pause` is called between steps, outside any transaction: the low-priority lane
+    (memory/services/after_reply.py) waits there while replies are under way.
     """
+    between_steps = pause or (lambda: None)
     report = MaintenanceReport()
     now = now or timezone.now()  # the memory's time: an import's maintenance runs at the conversation's
     with _user_locks[user_id]:
@@ -113,28 +89,44 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             # By wall-clock time, not `now` (a stopped turn is found by how long it has waited).
             report.interrupted = pages_interrupted_complete(user_id=user_id)
             report.embedded = _embed_missing(user_id)
+            between_steps()
             if index_turns_now:
                 report.turns_indexed = index_turns(user_id=user_id)
+                between_steps()
             # One transaction for the graph's writes: a segment that took several pages, or a page
             # that got its chain edge and then moved, is re-addressed once (graph.readdress_once).
             with graph.readdress_once():
                 report.chained = _link_chains(user_id)
                 _overflow_stm(user_id, report, now)
                 report.rederived = _rederive_segments(user_id)
+            between_steps()
             report.summarised = _refresh_summaries(user_id)
             report.evicted = segments_evict(user_id=user_id, now=now)
+            between_steps()
             report.promoted = _promote(user_id, now)
             supersession_detect_pending(user_id=user_id, at=now)
+            between_steps()
             if recollect:
                 report.recollections = [str(r.id) for r in recollections_make(user_id=user_id, now=now)]
         except Exception as exc:
             _record_failure(user_id, exc)
             raise
-        UserMemoryState.objects.filter(user_id=user_id).update(
-            maintenance_due=False, maintenance_failures=0, last_maintenance_at=timezone.now(), last_error="")
+        _settle(user_id)
     log.debug("event=maintenance_done user=%s moved=%s evicted=%s promoted=%s", user_id, report.moved,
              len(report.evicted), len(report.promoted))
     return report
+
+
+def _settle(user_id: int) -> None:
+    """The run is done: the user is no longer due, unless a reply was stored while it ran (the lane
+    pauses a run while replies are under way). That page's own job may be lost with its worker, so
+    its flag must stay."""
+    with transaction.atomic():
+        state = lock_user_state(user_id)
+        state.maintenance_due = DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE,
+                                                            chain_done=False).exists()
+        state.maintenance_failures, state.last_maintenance_at, state.last_error = 0, timezone.now(), ""
+        state.save(update_fields=["maintenance_due", "maintenance_failures", "last_maintenance_at", "last_error"])
 
 
 def pages_interrupted_complete(*, user_id: int) -> int:

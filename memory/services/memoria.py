@@ -8,13 +8,11 @@ current sona ("bubbling up"), recorded as a lifecycle event.
 
 from __future__ import annotations
 
-import functools
 import logging
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 
 from memory.adapters import configured
 from memory.adapters.fulltext import fulltext_index
@@ -74,29 +72,6 @@ def sona_membership_add(*, user_id: int, sona: Sona, node: MemoryNode,
 
 
 # ------------------------------------------------------------------ after a reply
-
-@functools.cache
-def _worker() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="memoria-ratings")
-
-
-def memoria_after_reply_schedule(*, user_id: int, trace_id, reply: str) -> None:
-    """Rate the reply's recalled memories off the reply path (inline when maintenance runs inline)."""
-    if settings.MEMORYOS["MAINTENANCE_MODE"] == "sync":
-        memoria_after_reply(user_id=user_id, trace_id=trace_id, reply=reply)
-        return
-
-    def run() -> None:
-        close_old_connections()
-        try:
-            memoria_after_reply(user_id=user_id, trace_id=trace_id, reply=reply)
-        except Exception:
-            log.exception("event=memoria_rating_failed user=%s trace=%s", user_id, trace_id)
-        finally:
-            close_old_connections()
-
-    _worker().submit(run)
-
 
 def _ratings(user_id: int, texts: list[str], reply: str) -> tuple[list[int], str]:
     """(one rating per memory, "llm" or "overlap"): the LLM's when configured and its answer is

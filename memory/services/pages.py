@@ -10,7 +10,6 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -28,24 +27,13 @@ from memory.models import (
     vector_to_bytes,
 )
 from memory.services import graph, memoria
-from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
+from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
 from memory.services.files import files_attach
+from memory.services.turn_input import validate_message
 
 # "Caroline: ..." in imported transcripts: a speaker label is not a topic keyword.
 SPEAKER_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))[A-Z][\w'-]{0,30}:\s")
-
-
-def validate_message(text: str) -> str:
-    if not isinstance(text, str):
-        raise MemoryInputError("The message must be text.")
-    cleaned = text.strip()
-    if not cleaned:
-        raise MemoryInputError("The message is empty.")
-    limit = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
-    if len(cleaned) > limit:
-        raise MemoryInputError(f"The message is {len(cleaned)} characters long; the limit is {limit}.")
-    return cleaned
 
 
 def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetime | None = None,

@@ -16,7 +16,8 @@ from django.db import transaction
 from memory.models import DialoguePage, MemoryNode
 from memory.services import graph
 from memory.services.common import MemoryInputError, lock_user_state
-from memory.services.pages import page_start, validate_message
+from memory.services.pages import page_start
+from memory.services.turn_input import validate_message
 from memory.services.turns import page_complete
 from memory.services.users import sona_get_or_create
 

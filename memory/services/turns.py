@@ -1,14 +1,16 @@
 """The one write path for a turn: store the message, recall, generate, complete the page.
 
 Maintenance (STM → MTM → LPM, memory/services/maintenance.py) is scheduled after the reply and
-runs off the reply path.
+runs off the reply path; a turn counts as a reply under way from its message to its reply, and the
+work after replies yields to those (memory/services/after_reply.py).
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -22,10 +24,9 @@ from memory.engine import offline
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
+from memory.services.after_reply import maintenance_schedule, memoria_after_reply_schedule, replies_under_way
 from memory.services.events import event_record
 from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
-from memory.services.maintenance import maintenance_schedule
-from memory.services.memoria import memoria_after_reply_schedule
 from memory.services.pages import page_reply_store, page_start
 from memory.services.recall import (
     Recall,
@@ -35,6 +36,7 @@ from memory.services.recall import (
     trace_record_prompt,
     trace_record_reply,
 )
+from memory.services.turn_input import turn_input_parse
 from memory.services.users import sona_get_or_create
 
 log = logging.getLogger(__name__)
@@ -150,6 +152,12 @@ class PreparedTurn:
     recall: Recall
     prompt: Prompt
     files: Sequence[AttachedFile]
+    # Ends this turn's count in replies_under_way: at turn_finish, or when the turn is dropped.
+    reply_ended: weakref.finalize | None = field(default=None, repr=False)
+
+    def end_reply(self) -> None:
+        if self.reply_ended is not None:
+            self.reply_ended()
 
 
 def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
@@ -172,13 +180,28 @@ def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | 
                  files: Sequence[str] = ()) -> PreparedTurn:
     """The turn up to its reply: store the message, recall, assemble the prompt.
 
-    The chat runs the three parts of a turn on different threads (memory/web/consumers.py): a
-    reply waits on the model, and must not hold a thread other users' turns need for their recall.
+    The message, the files and the policy are checked as every way in checks them
+    (memory/services/turn_input.py) before anything is stored. The chat runs the three parts of a
+    turn on different threads (memory/services/chat.py): a reply waits on the model, and must not
+    hold a thread other users' turns need for their recall.
     """
+    end = replies_under_way.enter()
+    try:
+        turn = _prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files)
+    except BaseException:
+        end()
+        raise
+    turn.reply_ended = weakref.finalize(turn, end)  # a caller that drops the turn still ends the count
+    return turn
+
+
+def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
+             on_stored: Callable[[DialoguePage], None] | None, files: Sequence[str]) -> PreparedTurn:
+    checked = turn_input_parse(message=message, files=files, policy=policy)
     sona = sona or sona_get_or_create(user=user)
-    policy = policy_choose(requested=policy, sona=sona)
-    attached = files_for_turn(user=user, cids=files)
-    page = page_start(user=user, query=message, sona=sona, files=attached)
+    policy = policy_choose(requested=checked.policy, sona=sona)
+    attached = files_for_turn(user=user, cids=checked.files)
+    page = page_start(user=user, query=checked.message, sona=sona, files=attached)
     if on_stored is not None:
         on_stored(page)
     recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy)
@@ -199,6 +222,13 @@ def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = N
 
 def turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
     """Store the reply, and why it fell back to the offline engine if it did."""
+    try:
+        return _turn_store(turn=turn, generated=generated)
+    finally:
+        turn.end_reply()
+
+
+def _turn_store(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
     user, page, recall = turn.user, turn.page, turn.recall
     reply, reason = generated.text, generated.fallback_reason
     if reason:

@@ -13,6 +13,7 @@ from ninja import Router
 from memory import selectors
 from memory.selectors import memory_stats, sona_named
 from memory.services.common import MemoryInputError
+from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import TurnResult, turn_run
 from memory.services.users import sona_get_or_create
 from memory.web.api_auth import ApiError, caller_of
@@ -56,16 +57,16 @@ def turn_out(result: TurnResult) -> dict[str, Any]:
     ).dict()
 
 
-def _sona(user, payload: TurnIn):
+def _sona(user, payload: TurnIn, name: str | None):
     """The sona the turn names: the user's own, created only when the request asks for it."""
-    if payload.sona is None:
+    if name is None:
         return sona_get_or_create(user=user)
-    found = sona_named(user=user, name=payload.sona)
+    found = sona_named(user=user, name=name)
     if found is not None:
         return found
     if not payload.create_sona:
-        raise MemoryInputError(f"Unknown sona {payload.sona.strip()!r}; send \"create_sona\": true to create it.")
-    return sona_get_or_create(user=user, name=payload.sona, profile=payload.sona_profile)
+        raise MemoryInputError(f"Unknown sona {name.strip()!r}; send \"create_sona\": true to create it.")
+    return sona_get_or_create(user=user, name=name, profile=payload.sona_profile)
 
 
 @router.post("/turns", response={200: TurnOut, **ERRORS}, openapi_extra=SSE)
@@ -75,14 +76,16 @@ def post_turn(request, payload: TurnIn, stream: bool = False, user: str | None =
     stream: `stored` (the page id, once the message is stored), `token` events as the reply is
     written, then `done` with this route's JSON (or `error`)."""
     caller = caller_of(request, user)
+    checked = turn_input_parse(message=payload.message, files=payload.files, sona=payload.sona,
+                               policy=payload.policy)  # as the websocket checks it: refused before the bucket
     wait = rate_limit_check(caller.user.pk)
     if wait:
         raise RateLimited(wait)
-    sona = _sona(caller.user, payload)
+    sona = _sona(caller.user, payload, checked.sona)
     if not stream:
-        return turn_out(turn_run(user=caller.user, message=payload.message, sona=sona, policy=payload.policy,
-                                 files=payload.files))
-    return StreamingHttpResponse(_turn_events(caller.user, payload, sona), content_type="text/event-stream",
+        return turn_out(turn_run(user=caller.user, message=checked.message, sona=sona, policy=checked.policy,
+                                 files=checked.files))
+    return StreamingHttpResponse(_turn_events(caller.user, checked, sona), content_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
@@ -90,14 +93,14 @@ def _sse(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, default=str)}\n\n"
 
 
-def _turn_events(user, payload: TurnIn, sona) -> Iterator[str]:
+def _turn_events(user, checked: TurnInput, sona) -> Iterator[str]:
     """The turn runs on a thread of its own; its tokens come through a queue as they are written."""
     events: queue.Queue = queue.Queue()
 
     def run() -> None:
         close_old_connections()
         try:
-            result = turn_run(user=user, message=payload.message, sona=sona, policy=payload.policy, files=payload.files,
+            result = turn_run(user=user, message=checked.message, sona=sona, policy=checked.policy, files=checked.files,
                               on_stored=lambda page: events.put(("stored", {"page_id": str(page.id)})),
                               on_token=lambda token: events.put(("token", token)))
             events.put(("done", turn_out(result)))

@@ -5,45 +5,33 @@ and the finished reply are sent to that group, so every open tab (in this proces
 Redis channel layer, in any other) shows the same turns. Only the process that received a
 message runs its turn, so each turn is stored exactly once.
 
-A turn runs in worker threads: storing the message and recalling on a turn worker
-(MEMORYOS_CHAT_TURN_WORKERS of them), the reply on a thread of its own pool (it mostly waits on the
-model, and a slow or hanging model must not hold the turn workers every other user needs), then
-storing the reply on a turn worker again. Its tokens cross back to the event loop through
-`call_soon_threadsafe` into an asyncio queue, and one pump task per turn forwards them in order
-(batching what piled up meanwhile) as group sends. The turn belongs to no socket: closing the tab
-leaves it running, and its reply is stored when it finishes.
+The socket parses frames and sends what the chat's service (memory/services/chat.py) yields: it
+checks the message and runs the turn on worker threads. The turn belongs to no socket: closing
+the tab leaves it running, and its reply is stored when it finishes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import json
 import logging
-import uuid
 import weakref
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.urls import reverse
 
 from memory.adapters.configured import adapters_state, adapters_wait_ready
-from memory.selectors import attached_files, sona_for_user
+from memory.services.chat import ChatTurn, UnknownSona, chat_turn_accept, chat_turn_frames
 from memory.services.common import MemoryInputError
-from memory.services.pages import validate_message
-from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
-from memory.services.users import sona_get_or_create
+from memory.services.turn_input import turn_input_limits
 from memory.web.rate_limit import rate_limit_wait
 
 log = logging.getLogger(__name__)
 
-GENERIC_FAILURE = "Something went wrong while replying; please try again in a moment."
 CLOSE_UNAUTHENTICATED = 4401
 
 
@@ -57,54 +45,35 @@ def chat_settings() -> dict[str, Any]:
 
 # --- turns -----------------------------------------------------------------------------------
 
-class _LoopTurns:
-    """Turns running on one event loop, and a lock per user that runs their turns in order."""
-
-    def __init__(self) -> None:
-        self.locks: dict[int, asyncio.Lock] = {}
-        self.tasks: set[asyncio.Task] = set()
+# The turns running on each event loop, so that a test or a graceful shutdown can wait for them.
+_tasks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[asyncio.Task]] = weakref.WeakKeyDictionary()
 
 
-_loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopTurns] = weakref.WeakKeyDictionary()
-
-
-def _loop_turns() -> _LoopTurns:
-    loop = asyncio.get_running_loop()
-    if loop not in _loops:
-        _loops[loop] = _LoopTurns()
-    return _loops[loop]
-
-
-@functools.cache
-def _turn_executor() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=chat_settings()["TURN_WORKERS"], thread_name_prefix="chat-turn")
-
-
-@functools.cache
-def _reply_executor() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=chat_settings()["REPLY_WORKERS"], thread_name_prefix="chat-reply")
-
-
-def _on(executor: ThreadPoolExecutor, function: Callable[..., Any]) -> Callable[..., Any]:
-    return database_sync_to_async(function, thread_sensitive=False, executor=executor)
+def _loop_tasks() -> set[asyncio.Task]:
+    return _tasks.setdefault(asyncio.get_running_loop(), set())
 
 
 async def turns_drain(timeout: float | None = None) -> None:
     """Wait for the turns running on this loop to finish (tests, a graceful shutdown)."""
-    tasks = list(_loop_turns().tasks)
+    tasks = list(_loop_tasks())
     if tasks:
         await asyncio.wait(tasks, timeout=timeout)
 
 
-def turn_start(*, user_id: int, sona_id: str | None, message: str, turn_id: str,
-               files: list[str] | None = None) -> asyncio.Task:
-    """Run a turn in the background; it outlives the socket that asked for it."""
-    turns = _loop_turns()
-    task = asyncio.create_task(_turn(user_id=user_id, sona_id=sona_id, message=message, turn_id=turn_id,
-                                     files=files or []))
-    turns.tasks.add(task)
-    task.add_done_callback(turns.tasks.discard)
+def turn_start(turn: ChatTurn) -> asyncio.Task:
+    """Run a turn in the background, sending its frames to the user's tabs; it outlives the socket
+    that asked for it."""
+    tasks = _loop_tasks()
+    task = asyncio.create_task(_turn_send(turn))
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
     return task
+
+
+async def _turn_send(turn: ChatTurn) -> None:
+    async with contextlib.aclosing(chat_turn_frames(turn)) as frames:  # a cancelled turn frees the user's lock
+        async for frame in frames:
+            await broadcast(turn.user_id, frame)
 
 
 async def broadcast(user_id: int, frame: dict[str, Any]) -> None:
@@ -113,78 +82,6 @@ async def broadcast(user_id: int, frame: dict[str, Any]) -> None:
         await get_channel_layer().group_send(user_group(user_id), {"type": "chat.frame", "frame": frame})
     except Exception:  # Redis down: the turn must still finish and be stored
         log.exception("event=chat_broadcast_failed user=%s frame=%s", user_id, frame.get("type"))
-
-
-async def _turn(*, user_id: int, sona_id: str | None, message: str, turn_id: str, files: list[str]) -> None:
-    turns = _loop_turns()
-    lock = turns.locks.setdefault(user_id, asyncio.Lock())
-    async with lock:  # a user's turns run one after another, each recalling the one before
-        # A turn that comes while the server is still loading its models waits for them: say so.
-        await broadcast(user_id, {"type": "turn.started", "turn_id": turn_id,
-                                  "loading": adapters_state() == "loading"})
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
-        pump = asyncio.create_task(_pump(user_id, turn_id, queue))
-        try:
-            turn = await _on(_turn_executor(), _turn_prepare)(user_id=user_id, sona_id=sona_id, message=message,
-                                                              files=files)
-            generated = await _on(_reply_executor(), turn_reply)(
-                turn=turn, on_token=_threadsafe_put(asyncio.get_running_loop(), queue))
-            frame = await _on(_turn_executor(), _turn_finish)(turn=turn, generated=generated)
-            frame["turn_id"] = turn_id
-        except MemoryInputError as exc:
-            frame = {"type": "turn.error", "turn_id": turn_id, "error": str(exc)}
-        except Exception:
-            log.exception("event=chat_turn_failed user=%s turn=%s", user_id, turn_id)
-            frame = {"type": "turn.error", "turn_id": turn_id, "error": GENERIC_FAILURE}
-        finally:
-            queue.put_nowait(None)  # after every token: call_soon_threadsafe callbacks run in order
-            await pump
-        await broadcast(user_id, frame)
-
-
-def _threadsafe_put(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> Callable[[str], None]:
-    def on_token(token: str) -> None:  # called in the worker thread
-        try:
-            loop.call_soon_threadsafe(queue.put_nowait, token)
-        except RuntimeError:  # the loop is gone (server stopping): the reply is still stored
-            pass
-
-    return on_token
-
-
-async def _pump(user_id: int, turn_id: str, queue: asyncio.Queue) -> None:
-    """Forward tokens in order; whatever piled up during a send goes out as one frame."""
-    while True:
-        batch = [await queue.get()]
-        while not queue.empty():
-            batch.append(queue.get_nowait())
-        text = "".join(token for token in batch if token)
-        if text:
-            await broadcast(user_id, {"type": "turn.token", "turn_id": turn_id, "text": text})
-        if None in batch:
-            return
-
-
-def _turn_prepare(*, user_id: int, sona_id: str | None, message: str, files: list[str]) -> PreparedTurn:
-    """The turn up to its reply, on a turn worker: the message stored, the prompt assembled."""
-    user = get_user_model().objects.get(pk=user_id)  # fresh: the profile may have changed
-    sona = sona_for_user(user=user, sona_id=sona_id) if sona_id else None  # turn_prepare takes the default
-    return turn_prepare(user=user, message=message, sona=sona, files=files)
-
-
-def _turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> dict[str, Any]:
-    """The reply stored, on a turn worker; returns the final frame."""
-    result = turn_finish(turn=turn, generated=generated)
-    page, user, sona = result.page, turn.user, turn.sona
-    return {
-        "type": "turn.done", "page_id": str(page.id), "seq": page.seq, "reply": result.reply,
-        "model": page.reply_model, "offline": result.offline, "sona": sona.name,
-        "fallback": bool(result.fallback_reason), "recalled": len(result.prompt.included),
-        "recall_url": reverse("turn_recall", args=[page.id]),
-        "files": [{"name": f.name, "cid": f.content_cid, "media_type": f.media_type, "size": f.size,
-                   "url": reverse("api-1:get_file_content", args=[f.content_cid])}
-                  for f in attached_files(user=user, page_id=page.id)],
-    }
 
 
 # --- the consumer ----------------------------------------------------------------------------
@@ -205,7 +102,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         cfg = chat_settings()
         models = adapters_state()
-        await self.send_json({"type": "ready", "max_message_chars": settings.MEMORYOS["MAX_MESSAGE_CHARS"],
+        await self.send_json({"type": "ready", "max_message_chars": turn_input_limits()["max_message_chars"],
                               "max_frame_bytes": cfg["MAX_FRAME_BYTES"], "models": models})
         if models == "loading":
             self.models_waiter = asyncio.create_task(self._models_ready())
@@ -267,25 +164,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         try:
-            text = validate_message(content.get("text"))
+            turn = await database_sync_to_async(chat_turn_accept)(
+                user_id=self.user_id, message=content.get("text"), files=content.get("files"),
+                sona=content.get("sona"))
+        except UnknownSona as exc:
+            await self.send_error("unknown_sona", str(exc))
+            return
         except MemoryInputError as exc:
             await self.send_error("invalid", str(exc))
             return
-        files = content.get("files") or []
-        if not isinstance(files, list) or len(files) > settings.MEMORYOS["MAX_FILES_PER_TURN"] \
-                or not all(isinstance(cid, str) and 0 < len(cid) <= 100 for cid in files):
-            await self.send_error("invalid", f"Attach at most {settings.MEMORYOS['MAX_FILES_PER_TURN']} files, "
-                                             "each named by the content id its upload returned.")
-            return
-        sona_id = content.get("sona") or None
-        sona_name = await self._sona_name(sona_id)
-        if sona_name is None:
-            await self.send_error("unknown_sona", "That persona does not exist; choose another one.")
-            return
-        turn_id = uuid.uuid4().hex
-        await broadcast(self.user_id, {"type": "turn.user", "turn_id": turn_id, "text": text,
-                                       "sona": sona_name})
-        turn_start(user_id=self.user_id, sona_id=sona_id, message=text, turn_id=turn_id, files=files)
+        await broadcast(self.user_id, turn.user_frame())
+        turn_start(turn)
 
     @database_sync_to_async
     def _still_signed_in(self) -> bool:
@@ -293,15 +182,6 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         session = self.scope.get("session")
         key = getattr(session, "session_key", None)
         return bool(key) and session.exists(key)
-
-    @database_sync_to_async
-    def _sona_name(self, sona_id) -> str | None:
-        """The chosen sona's name, looked up among this user's own sonas only."""
-        user = get_user_model().objects.get(pk=self.user_id)
-        if sona_id is None:
-            return sona_get_or_create(user=user).name
-        sona = sona_for_user(user=user, sona_id=sona_id)
-        return sona.name if sona else None
 
     async def chat_frame(self, event: dict) -> None:
         """A frame broadcast to the user's group."""

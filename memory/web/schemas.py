@@ -9,15 +9,19 @@ from memory.services.users import SONA_NAME_MAX_CHARS, SONA_PROFILE_MAX_CHARS
 
 
 class TurnIn(Schema):
-    message: str = Field(..., min_length=1, max_length=4000)
+    # The limits (MEMORYOS_MAX_MESSAGE_CHARS, MEMORYOS_MAX_FILES_PER_TURN) are checked where the
+    # websocket and the services check them (memory/services/turn_input.py): a 400 says which.
+    message: str = Field(..., description="The message: not empty, at most MEMORYOS_MAX_MESSAGE_CHARS "
+                                          "(default 4000) characters without the spaces around it.")
     # A sona of the user's by name (default: their default one). An unknown name is refused
     # unless create_sona is true; the new sona then gets sona_profile.
     sona: str | None = Field(None, min_length=1, max_length=SONA_NAME_MAX_CHARS)
     create_sona: bool = False
     sona_profile: str = Field("", max_length=SONA_PROFILE_MAX_CHARS)
     policy: str | None = None  # a recall policy by name; default: the sona's, else the server's
-    # Content ids of files uploaded to /api/memory/files for this turn to carry.
-    files: list[str] = Field(default_factory=list, max_length=20)
+    files: list[str] = Field(default_factory=list, description=(
+        "Content ids of files uploaded to /api/memory/files for this turn to carry: at most "
+        "MEMORYOS_MAX_FILES_PER_TURN (default 5)."))
 
 
 class RecalledOut(Schema):

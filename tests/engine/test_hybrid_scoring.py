@@ -15,6 +15,7 @@ from memory.engine.hybrid_scoring import (
     feedback_query,
     final_array,
     fused_parts,
+    meaning_lift,
     named_speakers,
     part_dict,
     z_array,
@@ -215,3 +216,27 @@ def test_bridge_terms_leave_out_the_participants_and_the_querys_words():
     assert terms[0] == "portree" and "ferry" not in terms and "morag" not in terms
     assert "ben" in bridge_terms("Which ferry did we take?", SAILING, exclude=set(), limit=10)
     assert bridge_terms("anything", ["A plain line.", "Another one."], exclude=set(), limit=5) == []
+
+
+# Three unit vectors: a and b at cosine 0.8, b and c at 0.6, a and c at 0.
+MEANING_VECTORS = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])
+
+
+def test_meaning_lift_adds_weight_times_the_nearest_neighbours_score():
+    # a's nearest is b (0.8 > 0), b's is a (0.8 > 0.6), c's is b (0.6 > 0).
+    lift = meaning_lift(np.array([2.0, 1.0, 0.5]), MEANING_VECTORS, weight=0.5, neighbours=1)
+    assert lift.tolist() == pytest.approx([0.5 * 1.0, 0.5 * 2.0, 0.5 * 1.0])
+
+
+def test_meaning_lift_averages_the_neighbours_and_a_negative_one_lends_nothing():
+    # Two neighbours each: a takes b (1.0) and c (-1.0 lends 0); b takes a (2.0) and c (0); c takes a and b.
+    lift = meaning_lift(np.array([2.0, 1.0, -1.0]), MEANING_VECTORS, weight=0.5, neighbours=2)
+    assert lift.tolist() == pytest.approx([0.5 * (1.0 + 0.0) / 2, 0.5 * (2.0 + 0.0) / 2, 0.5 * (2.0 + 1.0) / 2])
+
+
+def test_meaning_lift_is_zero_when_off_or_alone():
+    assert meaning_lift(np.array([2.0, 1.0, 0.5]), MEANING_VECTORS, weight=0.0, neighbours=2).tolist() == [0.0] * 3
+    assert meaning_lift(np.array([2.0]), MEANING_VECTORS[:1], weight=0.5, neighbours=2).tolist() == [0.0]
+    # More neighbours asked than there are: the others all lend.
+    lift = meaning_lift(np.array([2.0, 1.0]), MEANING_VECTORS[:2], weight=1.0, neighbours=5)
+    assert lift.tolist() == pytest.approx([1.0, 2.0])

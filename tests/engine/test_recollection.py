@@ -84,6 +84,7 @@ def member_vectors(cluster: Cluster) -> np.ndarray:
 # --- real embeddings --------------------------------------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 @pytest.mark.parametrize("scenario", ["three topics", "one topic"])
 def test_members_are_each_closer_to_their_cluster_than_to_any_other(conv, scenario):
     # One topic (the prompt alone brings 48 pages about Caroline's LGBTQ life) is the hard case:
@@ -104,6 +105,7 @@ def test_members_are_each_closer_to_their_cluster_than_to_any_other(conv, scenar
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 def test_clusters_follow_the_topics_the_prompt_and_recent_items_brought(conv):
     plan = cluster_recollections(prompt_embedding=conv.prompt, anchors=conv.all_anchors(), params=WIDE)
 
@@ -119,6 +121,7 @@ def test_clusters_follow_the_topics_the_prompt_and_recent_items_brought(conv):
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 def test_clustering_is_deterministic(conv):
     anchors = conv.all_anchors()
     first = cluster_recollections(prompt_embedding=conv.prompt, anchors=anchors, params=WIDE).trace()
@@ -137,6 +140,7 @@ def test_clustering_is_deterministic(conv):
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 def test_the_guard_reports_its_numbers(conv):
     anchors = conv.all_anchors()
     plan = cluster_recollections(prompt_embedding=conv.prompt, anchors=anchors, params=WIDE)
@@ -163,6 +167,7 @@ def test_the_guard_reports_its_numbers(conv):
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 def test_too_similar_clusters_are_merged_and_far_ones_dropped(conv):
     anchors = conv.all_anchors()
     kept = cluster_recollections(prompt_embedding=conv.prompt, anchors=anchors, params=WIDE)
@@ -186,6 +191,7 @@ def test_too_similar_clusters_are_merged_and_far_ones_dropped(conv):
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 def test_small_pools_degrade_without_umap(conv):
     brought = conv.brought(conv.prompt, 40)
     empty = cluster_recollections(prompt_embedding=conv.prompt, anchors=[])
@@ -203,6 +209,7 @@ def test_small_pools_degrade_without_umap(conv):
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 def test_a_recollection_quotes_its_members_by_date_in_the_prompts_context(conv):
     plan = cluster_recollections(prompt_embedding=conv.prompt, anchors=conv.all_anchors())
     cluster = plan.clusters[0]
@@ -276,6 +283,7 @@ def test_separated_groups_cluster_without_umap_and_edges_share_the_weight():
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters
 def test_clustering_leaves_torchs_thread_count_as_it_was():
     # torch shares libgomp with numba, whose first parallel launch in a process can set the
     # OpenMP thread count to all CPUs (it did here after a small pool went through HDBSCAN alone,

@@ -5,9 +5,15 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from memory.adapters import configured, vectors
+from memory.adapters.embeddings import MiniLMEmbedder
+from tests.conftest import FAKE_ADAPTERS
+from tests.fakes import FakeEmbedder, FakeVectorIndex
 
 
+@pytest.mark.real_adapters
 def test_first_calls_from_many_threads_open_one_vector_index(memory_env, monkeypatch):
     configured.embedder()  # loaded outside the race: the index is what opens once per process
     opened = []
@@ -45,3 +51,25 @@ def test_reset_forgets_the_index_and_the_next_call_builds_a_new_one(memory_env):
     second = configured.vector_index()
     assert second is not first
     assert configured.vector_index() is second
+
+
+@pytest.mark.real_adapters
+def test_by_default_the_real_adapters_are_built(memory_env):
+    assert not getattr(memory_env, "ADAPTER_FACTORIES", None)
+    assert isinstance(configured.embedder(), MiniLMEmbedder)
+    assert isinstance(configured.vector_index(), vectors.EdgeVectorIndex)
+
+
+def test_adapter_factories_replace_the_embedder_and_the_index(memory_env):
+    real_factories = getattr(memory_env, "ADAPTER_FACTORIES", None)
+    memory_env.ADAPTER_FACTORIES = {**FAKE_ADAPTERS, "vector_index": lambda path, *, dimension: (
+        FakeVectorIndex(path, dimension=dimension))}
+    configured.reset_adapters()
+    try:
+        embedder, index = configured.embedder(), configured.vector_index()
+        assert isinstance(embedder, FakeEmbedder) and isinstance(index, FakeVectorIndex)
+        assert index.dimension == embedder.dimension == 384
+        assert configured.vector_index() is index  # built once, as the real ones
+    finally:
+        memory_env.ADAPTER_FACTORIES = real_factories
+        configured.reset_adapters()  # later tests get the tier's own adapters back

@@ -4,12 +4,15 @@ Every contract test runs against
 - "edge": the embedded Qdrant Edge shard in a temporary directory;
 - "server-local": ServerVectorIndex over qdrant-client's local mode, so the client code path is
   checked without a server (local mode is for tests only: far too slow for the product);
-- "server": ServerVectorIndex against a real Qdrant, only when QDRANT_URL is set.
+- "server": ServerVectorIndex against a real Qdrant, only when QDRANT_URL is set;
+- "fake": tests/fakes.py's in-memory index, which the fast tier (`make test-fast`) runs services on:
+  the same assertions keep it honest.
 No database: these are plain pytest tests.
 """
 
 from __future__ import annotations
 
+import enum
 import gc
 import math
 import os
@@ -28,12 +31,13 @@ from qdrant_client import QdrantClient
 
 from memory.adapters.vectors import EdgeVectorIndex, ServerVectorIndex, open_vector_index
 from memory.engine.ports import VectorIndex, VectorPoint
+from tests.fakes import FakeVectorIndex
 
 DIM = 4
 REPO_ROOT = Path(__file__).resolve().parents[3]
 QDRANT_URL = os.environ.get("QDRANT_URL")
 
-Index = EdgeVectorIndex | ServerVectorIndex
+Index = EdgeVectorIndex | ServerVectorIndex | FakeVectorIndex
 
 
 def pid(n: int) -> str:
@@ -61,6 +65,9 @@ def open_index(kind: str, tmp_path: Path, dimension: int) -> tuple[Index, Any]:
             warnings.simplefilter("ignore")
             local = ServerVectorIndex.from_client(QdrantClient(":memory:"), dimension=dimension)
         return local, local.close
+    if kind == "fake":
+        fake = FakeVectorIndex(dimension=dimension)
+        return fake, fake.close
     if not QDRANT_URL:
         pytest.skip("QDRANT_URL is not set: no Qdrant server to run the server contract against")
     collection = f"memoryos_test_{uuid.uuid4().hex[:12]}"
@@ -74,7 +81,7 @@ def open_index(kind: str, tmp_path: Path, dimension: int) -> tuple[Index, Any]:
     return server, drop
 
 
-@pytest.fixture(params=["edge", "server-local", "server"])
+@pytest.fixture(params=["edge", "server-local", "server", "fake"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
     adapter, cleanup = open_index(request.param, tmp_path, DIM)
     yield adapter
@@ -319,6 +326,109 @@ def test_text_search_filters_and_edge_cases(index: Index) -> None:
                                  match_any={"tier": ["mid", "long"]})) == [pid(2)]
     assert index.search_text(user_id="u1", text="the and of", limit=10) == []
     assert index.search_text(user_id="u1", text="coffee", limit=10) == []
+
+
+def test_text_search_idf_counts_the_users_points_that_have_text(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector, text="zeppelin museum"), make_point(2, vector, text="cooking pasta"),
+                  make_point(3, vector), make_point(4, vector, text="the and of"),  # no keyword: no text
+                  make_point(5, vector, kind="segment", text="green tea")])
+    # N = 3 (points 1, 2, 5: the kind filter narrows the hits, not the IDF corpus), n = 1;
+    # 2 tokens, tf 1: 2.2 / (1 + 1.2·(0.25 + 0.75·2/30)).
+    [hit] = index.search_text(user_id="u1", text="zeppelin", limit=5, kind="page")
+    assert hit.score == pytest.approx(idf(3, 1) * 2.2 / (1 + 1.2 * 0.3), rel=1e-3)
+
+
+class Tier(enum.StrEnum):  # as Django's TextChoices, which services pass in payloads and filters
+    MID = "mid"
+    LONG = "long"
+
+
+def test_str_enum_members_are_stored_and_matched_as_their_strings(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector, tier=Tier.MID), make_point(2, vector, tier="long")])
+
+    [mid] = index.search(user_id="u1", vector=vector, limit=5, match={"tier": Tier.MID})
+    either = index.search(user_id="u1", vector=vector, limit=5, match_any={"tier": [Tier.MID, Tier.LONG]})
+    index.set_payload(user_id="u1", ids=[pid(2)], payload={"tier": Tier.MID})
+
+    assert mid.id == pid(1) and type(mid.payload["tier"]) is str and mid.payload["tier"] == "mid"
+    assert sorted(ids(either)) == [pid(1), pid(2)]
+    assert index.count(user_id="u1") == len(index.search(user_id="u1", vector=vector, limit=5, match={"tier": "mid"}))
+
+
+# ---------------------------------------------------------------- what the port promises and what it does not
+
+
+def test_ties_keep_no_order_but_a_limit_takes_only_tied_points(index: Index) -> None:
+    """Equal scores come back in an order neither Qdrant adapter promises (Edge's and local
+    mode's differ, and neither is insertion or id order): callers must not rely on it."""
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(n, vector, text="tea time") for n in (5, 3, 9, 1)])
+    index.upsert([make_point(7, [0.0, 1.0, 0.0, 0.0], text="tea and cake")])
+
+    everything = index.search(user_id="u1", vector=vector, limit=10)
+    two = index.search(user_id="u1", vector=vector, limit=2)
+    keyword = index.search_text(user_id="u1", text="tea", limit=10)
+
+    assert set(ids(everything[:4])) == {pid(n) for n in (5, 3, 9, 1)} and ids(everything)[4] == pid(7)
+    assert [hit.score for hit in everything] == sorted((hit.score for hit in everything), reverse=True)
+    assert len(two) == 2 and set(ids(two)) <= {pid(n) for n in (5, 3, 9, 1)}
+    assert set(ids(keyword)) == {pid(n) for n in (1, 3, 5, 7, 9)}
+    assert [hit.score for hit in keyword] == sorted((hit.score for hit in keyword), reverse=True)
+
+
+def test_match_compares_value_and_type_and_looks_into_lists(index: Index) -> None:
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector, seq=3, tags=["a", "b"]), make_point(2, vector, seq=4, tags=["c"])])
+
+    def found(**filters: Any) -> set[str]:
+        return set(ids(index.search(user_id="u1", vector=vector, limit=10, **filters)))
+
+    assert found(match={"seq": 3}) == {pid(1)}
+    assert found(match={"seq": "3"}) == set()
+    assert found(match={"tags": "a"}) == {pid(1)}
+    assert found(match_any={"tags": ["b", "c"]}) == {pid(1), pid(2)}
+    assert found(match_any={"seq": [4, 5]}) == {pid(2)}
+    assert found(match={"missing": "x"}) == set()
+
+
+def test_zero_vectors_score_zero_and_negative_limits_find_nothing(index: Index) -> None:
+    index.upsert([make_point(1, [0.0, 0.0, 0.0, 0.0]), make_point(2, [-1.0, 0.0, 0.0, 0.0])])
+
+    hits = index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=5)
+    zero_query = index.search(user_id="u1", vector=[0.0, 0.0, 0.0, 0.0], limit=5)
+
+    assert [(hit.id, round(hit.score, 5)) for hit in hits] == [(pid(1), 0.0), (pid(2), -1.0)]
+    assert sorted(ids(zero_query)) == [pid(1), pid(2)] and {hit.score for hit in zero_query} == {0.0}
+    assert index.get_vectors(user_id="u1", ids=[pid(1)]) == {pid(1): [0.0, 0.0, 0.0, 0.0]}
+    assert index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=-1) == []
+
+
+def test_fields_select_payload_in_both_searches(index: Index) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], seq=3, speaker="Ann", text="hello there")])
+
+    [dense] = index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=1, fields=("seq", "nope"))
+    [keyword] = index.search_text(user_id="u1", text="hello", limit=1, fields=("speaker",))
+
+    assert (dense.payload, keyword.payload) == ({"seq": 3}, {"speaker": "Ann"})
+
+
+@pytest.mark.parametrize("call", [
+    lambda index: index.search(user_id="", vector=[1.0, 0.0, 0.0, 0.0], limit=1),
+    lambda index: index.search(user_id="u1", vector=[1.0, 0.0, 0.0], limit=1),
+    lambda index: index.search_text(user_id=None, text="tea", limit=1),
+    lambda index: index.delete_user(user_id=None),
+    lambda index: index.delete(user_id="u1", ids=["not-an-id"]),
+    lambda index: index.get_vectors(user_id="u1", ids=[str(1 << 64)]),
+    lambda index: index.set_payload(user_id="u1", ids=[pid(1)], payload={"user_id": "u2"}),
+], ids=["empty-user", "wrong-dimension", "no-user", "delete-no-user", "bad-id", "id-too-big", "move-to-another-user"])
+def test_bad_arguments_raise_value_error_and_change_nothing(index: Index, call: Any) -> None:
+    index.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], tier="short")])
+    with pytest.raises(ValueError):
+        call(index)
+    [hit] = index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=5)
+    assert (hit.id, hit.payload) == (pid(1), {"user_id": "u1", "kind": "page", "tier": "short"})
 
 
 # ---------------------------------------------------------------- scale

@@ -310,6 +310,7 @@ def test_ws_load_against_a_live_server(memory_env):
     assert result["error_count"] == 0 and result["engine"] == "offline"
     assert 0 < result["first_token_ms"]["p50"] <= result["reply_ms"]["p95"]
     assert result["server_rss"] > 0
+    assert result["settled_s"] >= 0  # the maintenance of every turn caught up after the load (NaN: it did not)
     assert result["server_errors"] == ""  # no degraded recall, no socket that died with a traceback
     # the server loaded its models as it started (its ready frame said so); the first reply is timed apart
     assert result["warm_up"] == "on" and result["models_wait_ms"] >= 0 and result["first_reply_ms"] > 0

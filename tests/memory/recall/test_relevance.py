@@ -53,7 +53,8 @@ def test_a_breakdown_names_every_part_and_the_raw_scores():
     found.parts[0] = [1.0, 0.25, 0.0, 0.25, 0.0, 0.0, 0.0]
     found.dense, found.sparse = {"t0": 0.61234}, {}
     assert found.breakdown(0) == {"dense": 1.0, "sparse": 0.25, "feedback": 0.0, "hop": 0.25, "speaker": 0.0,
-                                  "time": 0.0, "long_term": 0.0, "score": 1.5, "final": 1.5, "cosine": 0.6123,
+                                  "time": 0.0, "long_term": 0.0, "score": 1.5, "meaning": 0.0, "final": 1.5,
+                                  "cosine": 0.6123,
                                   "bm25": 0.0}
 
 
@@ -104,12 +105,13 @@ def test_the_turns_said_in_the_questions_month_gain_the_time_boost_after_smoothi
     assert {slot: found.parts[i, time] for slot, i in slots.items()} == {(1, 0): 0.0, (1, 1): 0.0,
                                                                           (2, 0): 2.0, (2, 1): 2.0}
     # By hand: each turn's content (dense, sparse, feedback, hop) plus 0.3 of the previous turn's and
-    # 0.1 of the next turn's positive content (the four turns follow each other), then the boosts.
+    # 0.1 of the next turn's positive content (the four turns follow each other), then the boosts,
+    # then what smoothing by meaning lent (its own test below).
     params = HybridParams()
     order = [slots[slot] for slot in sorted(slots)]
     content = [float(found.parts[i, :4].sum()) for i in order]
     for at, i in enumerate(order):
-        expected = content[at] + float(found.parts[i, 4:].sum())
+        expected = content[at] + float(found.parts[i, 4:].sum()) + float(found.meaning[i])
         if at > 0:
             expected += params.previous_weight * max(0.0, content[at - 1])
         if at < len(order) - 1:
@@ -117,6 +119,25 @@ def test_the_turns_said_in_the_questions_month_gain_the_time_boost_after_smoothi
         assert found.final[i] == pytest.approx(expected)
     # the painting, said in June by the named participant, comes first
     assert found.ranked(1) == [slots[(2, 1)]]
+
+
+def test_smoothing_by_meaning_lends_each_turn_the_mean_of_its_nearest_turns_scores(two_sessions):
+    """Four candidates, three neighbours each: every turn's neighbours are the three others, so by
+    hand each gains meaning_weight times the mean of their positive scores before the lift."""
+    query = "What did Caroline paint?"
+    found = relevance(two_sessions, query)
+    before = found.final - found.meaning
+    weight = HybridParams().meaning_weight
+    assert len(found.keys) == 4 and HybridParams().meaning_neighbours == 3
+    for i in range(4):
+        others = [max(0.0, float(before[j])) for j in range(4) if j != i]
+        assert found.meaning[i] == pytest.approx(weight * sum(others) / 3)
+    off = turn_relevance(user=two_sessions, query=query, query_vector=configured.embedder().embed([query])[0],
+                         now=ASKED_AT, tiers=BOTH, params=HybridParams(meaning_weight=0.0))
+    assert off.meaning is None
+    assert dict(zip(off.keys, off.final.tolist(), strict=True)) == pytest.approx(
+        dict(zip(found.keys, before.tolist(), strict=True)))
+    assert found.breakdown(0)["meaning"] == pytest.approx(round(float(found.meaning[0]), 4))
 
 
 def test_a_question_without_a_time_boosts_no_turn(two_sessions):

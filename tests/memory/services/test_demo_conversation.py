@@ -74,6 +74,7 @@ def fact_turn(fact: KnowledgeFact, said: dict[str, tuple[str, str]]) -> tuple[st
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters  # how many segments grow hot enough to promote is MiniLM's topic grouping
 def test_replaying_the_demo_fills_every_tier(make_user, memory_env):
     conversation = demo()
     said = turn_texts(conversation)

@@ -59,12 +59,14 @@ def _python(code: str, tmp_path, server, *, check: bool = True, **env: str) -> s
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
 
 
+@pytest.mark.real_adapters  # a child process builds the real adapters: --fakes cannot reach it
 def test_a_restarted_server_completes_the_turns_a_crash_stopped(tmp_path, openai_server):
     _python(CRASH, tmp_path, openai_server, check=False)
 
     assert _python(RESTART, tmp_path, openai_server) == "complete True True"
 
 
+@pytest.mark.real_adapters  # a child process builds the real adapters: --fakes cannot reach it
 def test_a_server_told_not_to_leaves_due_work_to_the_command(tmp_path, openai_server):
     _python(CRASH, tmp_path, openai_server, check=False)
 

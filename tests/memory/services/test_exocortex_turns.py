@@ -24,6 +24,7 @@ pytestmark = pytest.mark.usefixtures("memory_env")
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters  # a recollection needs MiniLM's clusters of the candidates
 def test_an_exocortex_turn_is_recollected_and_the_next_turn_recalls_it(make_user, memory_env):
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 2}
     user = make_user()

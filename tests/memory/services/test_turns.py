@@ -151,6 +151,7 @@ NEWCOMER_FACTS = [
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters  # "my dog's name" finds "my dog is called Biscuit" by meaning, not words
 def test_a_newcomers_statements_are_remembered_and_questions_answered_from_them(make_user):
     """The run the issue describes, on the real model: ten statements, then questions about them."""
     from memory.services.long_term import profile_update

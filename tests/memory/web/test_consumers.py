@@ -352,12 +352,12 @@ async def test_closing_the_tab_mid_reply_loses_nothing(channel_layer, ana, gated
 
 
 async def test_a_failing_turn_sends_a_clear_error_frame(channel_layer, ana, monkeypatch):
-    from memory.web import consumers
+    from memory.services import chat
 
     def broken(**kwargs):
         raise RuntimeError("database on fire")
 
-    monkeypatch.setattr(consumers, "turn_prepare", broken)
+    monkeypatch.setattr(chat, "turn_prepare", broken)
     tab = await open_socket(ana[1])
     await tab.send_json_to({"type": "message", "text": "Are you there?"})
     frames = await frames_until(tab, final)
@@ -392,12 +392,12 @@ async def eventually(condition, timeout: float = 20.0) -> bool:
 
 @pytest.fixture
 def one_turn_worker(settings):
-    from memory.web import consumers
+    from memory.services import chat
 
     settings.MEMORYOS_CHAT = {**settings.MEMORYOS_CHAT, "TURN_WORKERS": 1}
-    consumers._turn_executor.cache_clear()
+    chat._turn_executor.cache_clear()
     yield
-    consumers._turn_executor.cache_clear()
+    chat._turn_executor.cache_clear()
 
 
 async def test_a_model_that_never_answers_does_not_hold_the_turn_workers(channel_layer, ana, ben, memory_env,

@@ -1,0 +1,175 @@
+"""The browser chat's turns: a message accepted, then the frames of its turn as it runs.
+
+The websocket (memory/web/consumers.py) checks nothing itself: `chat_turn_accept` checks the
+message as every way in does (memory/services/turn_input.py) and finds the sona it names among
+the user's own; `chat_turn_frames` runs the turn and yields what the user's tabs are shown:
+`turn.started`, `turn.token` as the reply is written, then `turn.done` or `turn.error`.
+
+A user's turns run one after another on the event loop, each recalling the one before. The turn
+itself runs in worker threads: storing the message and recalling on a turn worker
+(MEMORYOS_CHAT_TURN_WORKERS of them), the reply on a thread of its own pool (it mostly waits on the
+model, and a slow or hanging model must not hold the turn workers every other user needs), then
+storing the reply on a turn worker again. Its tokens cross back to the event loop through
+`call_soon_threadsafe` into an asyncio queue; whatever piled up while the caller was sending the
+last frame goes out as one frame. The turn belongs to no socket: once started it runs to its end,
+and its reply is stored when it finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from memory.adapters.configured import adapters_state
+from memory.selectors import attached_files, sona_for_user
+from memory.services.common import MemoryInputError
+from memory.services.turn_input import TurnInput, turn_input_parse
+from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
+from memory.services.users import sona_get_or_create
+
+log = logging.getLogger(__name__)
+
+GENERIC_FAILURE = "Something went wrong while replying; please try again in a moment."
+
+
+class UnknownSona(MemoryInputError):
+    """The sona a message names is not one of this user's."""
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """A message the chat accepted: checked, its sona found; its turn has not started yet."""
+
+    user_id: int
+    turn_id: str
+    input: TurnInput
+    sona_name: str
+
+    def user_frame(self) -> dict[str, Any]:
+        """The message as every tab of the user shows it, before its turn starts."""
+        return {"type": "turn.user", "turn_id": self.turn_id, "text": self.input.message, "sona": self.sona_name}
+
+
+def chat_turn_accept(*, user_id: int, message: object, files: object = None, sona: object = None) -> ChatTurn:
+    """Check a chat message (the sona by its id, looked up among this user's sonas only);
+    MemoryInputError (UnknownSona for the sona) says what is wrong, and nothing is stored."""
+    checked = turn_input_parse(message=message, files=files, sona=sona)
+    user = get_user_model().objects.get(pk=user_id)
+    if checked.sona is None:
+        name = sona_get_or_create(user=user).name
+    else:
+        found = sona_for_user(user=user, sona_id=checked.sona)
+        if found is None:
+            raise UnknownSona("That sona does not exist; choose another one.")
+        name = found.name
+    return ChatTurn(user_id=user_id, turn_id=uuid.uuid4().hex, input=checked, sona_name=name)
+
+
+# --- running a turn --------------------------------------------------------------------------
+
+# A lock per user on each event loop (an asyncio lock belongs to one loop).
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = weakref.WeakKeyDictionary()
+
+
+def _user_lock(user_id: int) -> asyncio.Lock:
+    locks = _locks.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(user_id, asyncio.Lock())
+
+
+@functools.cache
+def _turn_executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=settings.MEMORYOS_CHAT["TURN_WORKERS"], thread_name_prefix="chat-turn")
+
+
+@functools.cache
+def _reply_executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=settings.MEMORYOS_CHAT["REPLY_WORKERS"], thread_name_prefix="chat-reply")
+
+
+def _on(executor: ThreadPoolExecutor, function: Callable[..., Any]) -> Callable[..., Any]:
+    return database_sync_to_async(function, thread_sensitive=False, executor=executor)
+
+
+async def chat_turn_frames(turn: ChatTurn) -> AsyncIterator[dict[str, Any]]:
+    """Run an accepted turn after the user's earlier ones, yielding the frames its tabs are shown.
+
+    A turn that comes while the server is still loading its models waits for them: `turn.started`
+    says so. A refused input ends in `turn.error` with its reason; any other failure in
+    `turn.error` with a generic message (the reason is logged)."""
+    async with _user_lock(turn.user_id):
+        yield {"type": "turn.started", "turn_id": turn.turn_id, "loading": adapters_state() == "loading"}
+        tokens: asyncio.Queue[str | None] = asyncio.Queue()
+        phases = asyncio.create_task(_phases(turn, tokens))
+        while True:
+            batch = [await tokens.get()]
+            while not tokens.empty():
+                batch.append(tokens.get_nowait())
+            text = "".join(token for token in batch if token)
+            if text:
+                yield {"type": "turn.token", "turn_id": turn.turn_id, "text": text}
+            if None in batch:
+                break
+        yield await phases
+
+
+async def _phases(turn: ChatTurn, tokens: asyncio.Queue) -> dict[str, Any]:
+    """Prepare, reply and finish on their thread pools; the final frame. None ends the tokens."""
+    try:
+        prepared = await _on(_turn_executor(), _turn_prepare)(turn=turn)
+        generated = await _on(_reply_executor(), turn_reply)(
+            turn=prepared, on_token=_threadsafe_put(asyncio.get_running_loop(), tokens))
+        frame = await _on(_turn_executor(), _turn_finish)(turn=prepared, generated=generated)
+        frame["turn_id"] = turn.turn_id
+    except MemoryInputError as exc:
+        frame = {"type": "turn.error", "turn_id": turn.turn_id, "error": str(exc)}
+    except Exception:
+        log.exception("event=chat_turn_failed user=%s turn=%s", turn.user_id, turn.turn_id)
+        frame = {"type": "turn.error", "turn_id": turn.turn_id, "error": GENERIC_FAILURE}
+    finally:
+        tokens.put_nowait(None)  # after every token: call_soon_threadsafe callbacks run in order
+    return frame
+
+
+def _threadsafe_put(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue) -> Callable[[str], None]:
+    def on_token(token: str) -> None:  # called in the worker thread
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, token)
+        except RuntimeError:  # the loop is gone (server stopping): the reply is still stored
+            pass
+
+    return on_token
+
+
+def _turn_prepare(*, turn: ChatTurn) -> PreparedTurn:
+    """The turn up to its reply, on a turn worker: the message stored, the prompt assembled."""
+    user = get_user_model().objects.get(pk=turn.user_id)  # fresh: the profile may have changed
+    sona_id = turn.input.sona
+    sona = sona_for_user(user=user, sona_id=sona_id) if sona_id else None  # turn_prepare takes the default
+    return turn_prepare(user=user, message=turn.input.message, sona=sona, files=turn.input.files)
+
+
+def _turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> dict[str, Any]:
+    """The reply stored, on a turn worker; returns the final frame."""
+    result = turn_finish(turn=turn, generated=generated)
+    page, user, sona = result.page, turn.user, turn.sona
+    return {
+        "type": "turn.done", "page_id": str(page.id), "seq": page.seq, "reply": result.reply,
+        "model": page.reply_model, "offline": result.offline, "sona": sona.name,
+        "fallback": bool(result.fallback_reason), "recalled": len(result.prompt.included),
+        "recall_url": reverse("turn_recall", args=[page.id]),
+        "files": [{"name": f.name, "cid": f.content_cid, "media_type": f.media_type, "size": f.size,
+                   "url": reverse("api-1:get_file_content", args=[f.content_cid])}
+                  for f in attached_files(user=user, page_id=page.id)],
+    }
