@@ -30,6 +30,7 @@ from memory.models import (
     Tier,
     UserMemoryState,
 )
+from memory.recall.base import policies, policy_or_none
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 
@@ -124,14 +125,13 @@ def sona_for_user(*, user, sona_id) -> Sona | None:
 
 
 # The prompt's section titles speak to the model; these speak to the person reading the panel,
-# in the order that says most: what was searched for first, what is always there last.
+# in the order that says most: what was searched for first, what is always there last (then the
+# kinds only one policy makes: RecallPolicy.item_kinds).
 RECALL_TITLES = {
     "mtm_page": "Earlier conversations (mid-term)", "turn": "Things said earlier (mid-term)",
     "kb_fact": "Facts about you (long-term)",
     "user_trait": "Your traits (long-term)", "agent_trait": "Assistant notes (long-term)",
     "profile": "Your profile", "agent_profile": "Persona", "stm_page": "Recent turns (short-term)",
-    "memoria_page": "Earlier conversations (Memoria, causal order)", "memoria_note": "Topics and facts (Memoria)",
-    "recollection": "Recollections (earlier memories summarised together)",
 }
 
 
@@ -143,27 +143,34 @@ RECALL_KIND_REASONS = {
     "user_trait": "A trait of yours, scored from your conversations.",
     "kb_fact": "A fact noted from something you said.",
     "agent_trait": "Something the assistant noted about how it helps you.",
-    "recollection": "A recollection: memories of yours that belong together, summarised after an earlier turn.",
 }
+
+
+def recall_titles() -> dict[str, str]:
+    """The panel's section titles: the shared kinds', then each policy's own kinds'."""
+    own = {kind: title for policy in policies() for kind, (title, _) in policy.item_kinds.items()}
+    return {**RECALL_TITLES, **{kind: title for kind, title in own.items() if kind not in RECALL_TITLES}}
+
+
+def recall_kind_reasons() -> dict[str, str]:
+    own = {kind: reason for policy in policies() for kind, (_, reason) in policy.item_kinds.items() if reason}
+    return {**RECALL_KIND_REASONS, **own}
+
+
 ON_TOPIC_COSINE = 0.35  # all-MiniLM-L6-v2: above this, two texts are about the same thing
 
 
 def score_help() -> dict[str, str]:
     """Every score the panel may show, explained (tooltips and the panel's legend)."""
     params = memory_params()
+    own = {label: text for policy in policies() for label, text in policy.score_help.items()}
     heat = (f"Topic heat = N_visit + L_interaction + exp(−Δt/μ): how often the topic was recalled, how many "
             f"turns it holds, and how recently it was used. Above τ = {params.heat_threshold:g} the topic is "
             "promoted to long-term memory. Each recall counts as a visit, so heat after > heat before.")
     return {
+        **own,
         "relevance": "Relevance on 0 to 1: the shared relevance score (meaning, words, a second look, the second "
                      "hop, time) scaled among this message's candidates, 1 for the best.",
-        "decay recency": "Exocortex recency on your own decay curve (profile page): 1 now, falling exponentially "
-                         "over your short-term duration, then slowly to your long-term threshold at your oldest "
-                         "memory.",
-        "nostalgia": "1 − recency: how much of an older memory's relevance the Exocortex weight lets through.",
-        "type weight": "The weight of this kind of memory (recollections slightly more than pages).",
-        "weight": "The ranking score: (relevance · nostalgia + recency) · type weight for the Exocortex, "
-                  "relevance · recency · type weight for Generative Agents.",
         "dense": "Meaning: closeness of the utterance to your message, as a z-score among the candidates "
                  "(0 = average, negative = below average), weighted.",
         "sparse": "Words: the BM25 keyword score as a z-score among the candidates (0 or less: few or no "
@@ -189,14 +196,6 @@ def score_help() -> dict[str, str]:
         "recency": f"exp(−Δt/μ): 1 when just said, falling to 0.37 after μ = "
                    f"{params.recency_mu_seconds / 86400:.0f} days.",
         "trait score": "How strongly your conversations show this trait (0 to 1).",
-        "Memoria score": "The weighted sum of Memoria's five terms (recency, meaning, words, importance, sona).",
-        "Memoria recency": "0.5 ** (age / half-life): 1 when just said, 0.5 one half-life later.",
-        "meaning": "Cosine of your message and the memory, at least 0.",
-        "words": "The full-text match, as a share of the best match for this message (0 to 1).",
-        "importance": "How much this memory helped earlier replies (EWMA of 1-10 ratings), on 0 to 1.",
-        "sona similarity": "Closeness of the persona's name to the names of the personas the memory belongs to.",
-        "budget": "What the memory got of a recalled memory's budget: its share of a perfect match, passed "
-                  "along dependencies (budget × pass-on × edge weight).",
     }
 
 
@@ -237,9 +236,10 @@ def turn_recall(*, user, page_id) -> TurnRecall | None:
     prompt = payload.get("prompt", {})
     refs = [tuple(entry.split(":", 1)) for entry in prompt.get("included", []) if ":" in entry]
     rows = _recalled_rows(user, trace, payload, refs)
-    kinds = [k for k in RECALL_TITLES if any(r.kind == k for r in rows)]
-    kinds += sorted({r.kind for r in rows} - set(RECALL_TITLES))  # a kind this panel does not know yet
-    sections = [(RECALL_TITLES.get(kind, kind.replace("_", " ")), [r for r in rows if r.kind == kind])
+    titles = recall_titles()
+    kinds = [k for k in titles if any(r.kind == k for r in rows)]
+    kinds += sorted({r.kind for r in rows} - set(titles))  # a kind this panel does not know yet
+    sections = [(titles.get(kind, kind.replace("_", " ")), [r for r in rows if r.kind == kind])
                 for kind in kinds]
     segments = payload.get("segments", [])
     explained = score_help()
@@ -270,7 +270,7 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
     """Each included item's current text, with the scores the trace recorded for it."""
     found = _recalled_lookup(user, [ref for _, ref in refs], payload)
     keywords = frozenset(payload.get("query_keywords", []))
-    weights = {str(entry.get("id")): entry for entry in payload.get("weights", [])}
+    policy, reasons = policy_or_none(trace.policy), recall_kind_reasons()
     rows = []
     for kind, ref in refs:
         row = RecalledRow(kind=kind, ref=ref, text=found["text"].get(ref, GONE))
@@ -278,45 +278,17 @@ def _recalled_rows(user, trace: RetrievalTrace, payload: dict,
             _page_row(row, found["pages"][ref], trace, payload)
         elif kind == "turn":
             _utterance_row(row, payload)
-        elif kind in ("memoria_page", "memoria_note"):
-            _memoria_row(row, payload.get("memoria", {}))
         elif kind in ("kb_fact", "agent_trait", "user_trait"):
             label = "trait score" if kind == "user_trait" else "similarity"
             row.scores = [(label, found["long_term_scores"].get((kind, ref), 0.0))]
-        if ref in weights:  # the Exocortex or Generative Agents terms replace the pages' own scores
-            row.scores = _weight_scores(weights[ref])
+        own = policy.explain_item(kind, ref, payload) if policy is not None else None
+        if own is not None:  # the policy's own terms (e.g. the Exocortex's weight) replace the shared scores
+            row.scores = row.scores if own.scores is None else own.scores
+            row.why += own.why
         row.matched = matched_words(row.text, keywords)
-        row.why = _reasons(row, payload)
+        row.why = _reasons(row, payload, reasons)
         rows.append(row)
     return rows
-
-
-MEMORIA_LABELS = (("score", "Memoria score"), ("recency", "Memoria recency"), ("vector", "meaning"),
-                  ("fulltext", "words"), ("importance", "importance"), ("sona", "sona similarity"))
-
-
-def _memoria_row(row: RecalledRow, memoria: dict) -> None:
-    """A memory Memoria recalled: its terms when it was a seed, and which memory pulled it in."""
-    nodes = memoria.get("nodes", {})
-    node_id = next((node for node, entry in nodes.items() if entry.get("ref") == row.ref), None)
-    if node_id is None:
-        return
-    seed = next((entry for entry in memoria.get("seeds", []) if entry.get("cid") == node_id), None)
-    if seed is not None:
-        row.scores = [(label, round(float(seed[name]), 4)) for name, label in MEMORIA_LABELS if name in seed]
-    expansion = memoria.get("expansion", {})
-    row.scores.append(("budget", round(float(expansion.get("budgets", {}).get(node_id, 0.0)), 4)))
-    pull = expansion.get("pulled_by", {}).get(node_id)
-    if pull is not None:
-        source = nodes.get(pull.get("source"), {}).get("text", "another memory")
-        row.why = [f"Pulled in as a dependency ({str(pull.get('name', '')).split(':')[0]}, weight "
-                   f"{float(pull.get('weight', 0)):.2f}) of “{source[:80]}”."]
-
-
-def _weight_scores(terms: dict) -> list[tuple[str, float]]:
-    labels = (("relevance", "relevance"), ("decay recency", "recency"), ("nostalgia", "nostalgia"),
-              ("type weight", "type_weight"), ("weight", "weight"))
-    return [(label, float(terms[key])) for label, key in labels if key in terms]
 
 
 def matched_words(text: str, keywords: frozenset[str]) -> list[str]:
@@ -329,11 +301,11 @@ def matched_words(text: str, keywords: frozenset[str]) -> list[str]:
     return list(found.values())
 
 
-def _reasons(row: RecalledRow, payload: dict) -> list[str]:
+def _reasons(row: RecalledRow, payload: dict, kind_reasons: dict[str, str]) -> list[str]:
     """Why an item was recalled, in words: shared words, close meaning, when, which topic."""
     scores = dict(row.scores)
-    reasons = ([RECALL_KIND_REASONS[row.kind].format(stm_capacity=memory_params().stm_capacity)]
-               if row.kind in RECALL_KIND_REASONS else [])
+    reasons = ([kind_reasons[row.kind].format(stm_capacity=memory_params().stm_capacity)]
+               if row.kind in kind_reasons else [])
     if row.matched:
         reasons.append("Shares words with your message: " + ", ".join(f"“{w}”" for w in row.matched) + ".")
     meaning = scores.get("cosine", scores.get("similarity", payload.get("stm_similarity", {}).get(row.ref)))

@@ -42,7 +42,7 @@ from memory.models import (
     Tier,
     UserMemoryState,
 )
-from memory.recall.base import default_policy_name
+from memory.recall.base import default_policy_name, policy_or_none
 from memory.recall.exocortex import decay_settings_of
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
@@ -700,38 +700,18 @@ def exocortex_curves(*, user, now: datetime | None = None) -> DecayView:
 
 
 @dataclass(frozen=True)
-class ExpansionRow:
-    """One memory of a Memoria recall, in the order the prompt showed it: why it was there."""
+class PolicySection:
+    """A trace's part that only its policy knows how to show: the template and what it renders."""
 
-    kind: str
-    ref: str
-    text: str
-    budget: float
-    seed_score: float | None  # its score when it was a seed (a top-k hit), else None
-    pulled_by: str  # the text of the memory whose dependency pulled it in ("" for a seed)
-    relation: str
-    weight: float | None
+    template: str
+    view: Any
 
 
-def memoria_expansion(payload: dict) -> list[ExpansionRow]:
-    """The Memoria policy's expansion as stored on a trace: each included memory (dependencies first)
-    with its budget, and the seed or the dependency edge that brought it in."""
-    memoria = payload.get("memoria") or {}
-    nodes = memoria.get("nodes") or {}
-    expansion = memoria.get("expansion") or {}
-    budgets = expansion.get("budgets") or {}
-    pulls = expansion.get("pulled_by") or {}
-    seeds = {seed.get("cid"): seed for seed in memoria.get("seeds") or []}
-    rows = []
-    for node_id in expansion.get("order") or []:
-        node, pull = nodes.get(node_id, {}), pulls.get(node_id) or {}
-        seed = seeds.get(node_id)
-        source = nodes.get(pull.get("source"), {}) if pull else {}
-        rows.append(ExpansionRow(
-            kind=str(node.get("kind", "")), ref=str(node.get("ref", "")), text=str(node.get("text", "")),
-            budget=float(budgets.get(node_id, 0.0)),
-            seed_score=float(seed["score"]) if seed and "score" in seed else None,
-            pulled_by=str(source.get("text", "another memory")) if pull else "",
-            relation=str(pull.get("name", "")).split(":")[0].split("/")[0] if pull else "",
-            weight=float(pull["weight"]) if pull and "weight" in pull else None))
-    return rows
+def policy_section(*, trace: RetrievalTrace) -> PolicySection | None:
+    """The trace's policy's own section (RecallPolicy.trace_template), or None: a policy with none, one
+    whose trace holds nothing for it, or a policy no longer registered."""
+    policy = policy_or_none(trace.policy)
+    if policy is None or policy.trace_template is None:
+        return None
+    view = policy.trace_view(trace.payload or {})
+    return PolicySection(template=policy.trace_template, view=view) if view else None

@@ -204,10 +204,9 @@ def trace(request, username, trace_id):
     found = inspect.trace_get(user=target, trace_id=trace_id)
     if found is None:
         raise Http404("No such trace.")
-    return _render(request, "inspector/trace.html", target, "recalls", {"t": found, "p": found.payload or {},
-                                                                   "timings": trace_timings(found.payload or {}),
-                                                                   "expansion": inspect.memoria_expansion(
-                                                                       found.payload or {})})
+    return _render(request, "inspector/trace.html", target, "recalls",
+                   {"t": found, "p": found.payload or {}, "timings": trace_timings(found.payload or {}),
+                    "policy_section": inspect.policy_section(trace=found)})
 
 
 @login_required
