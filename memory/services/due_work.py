@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
-from memory.selectors import users_with_maintenance_to_do
+from memory.selectors.recall_panel import users_with_maintenance_to_do
 from memory.services.maintenance import MaintenanceReport, maintenance_run
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from memory.inspector import charts
-from memory.inspector.selectors import EVENT_LABELS, can_edit, handle_of
+from memory.selectors.tiers import EVENT_LABELS, can_edit, handle_of
 
 register = template.Library()
 

@@ -10,8 +10,8 @@ from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 from ninja import Router
 
-from memory import selectors
-from memory.selectors import memory_stats, sona_named
+from memory.selectors import recall_panel as selectors
+from memory.selectors.recall_panel import memory_stats, sona_named
 from memory.services.common import MemoryInputError
 from memory.services.turns import TurnResult, turn_run
 from memory.services.users import sona_get_or_create

@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from ninja.errors import HttpError
 from ninja.security import HttpBearer, SessionAuth
 
-from memory.inspector.selectors import EDIT_ANY, INSPECT_ANY
+from memory.selectors.tiers import EDIT_ANY, INSPECT_ANY
 from memory.services.tokens import operator_access_record, token_authenticate
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -9,7 +9,7 @@ from ninja import File, Router
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
-from memory import selectors
+from memory.selectors import recall_panel as selectors
 from memory.services.files import file_delete, file_of, file_open, file_upload
 from memory.web.api import ERRORS, file_out
 from memory.web.api_auth import ApiError, caller_of

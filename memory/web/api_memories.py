@@ -9,9 +9,9 @@ from django.utils import timezone
 from ninja import Query, Router
 from ninja.pagination import paginate
 
-from memory import selectors
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.recall.base import UnknownPolicyError
+from memory.selectors import recall_panel as selectors
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_correct, memory_pin, memory_repress
 from memory.services.recall import recall_for_query

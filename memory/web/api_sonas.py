@@ -8,8 +8,8 @@ from typing import Any
 from ninja import Router
 from ninja.pagination import paginate
 
-from memory import selectors
-from memory.inspector.selectors import node_labels
+from memory.selectors import recall_panel as selectors
+from memory.selectors.tiers import node_labels
 from memory.services.users import sona_create, sona_rename
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of

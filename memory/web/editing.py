@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory.inspector.selectors import can_edit, can_inspect, memory_for_actions, user_named
+from memory.selectors.tiers import can_edit, can_inspect, memory_for_actions, user_named
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_correct, memory_pin, memory_repress

@@ -17,10 +17,10 @@ from django.views.decorators.http import require_GET
 from memory.config import memory_params
 from memory.engine.traits import CATEGORIES
 from memory.inspector import charts
-from memory.inspector import selectors as inspect
 from memory.recall.base import UnknownPolicyError, get_policy, policy_names
 from memory.recall.pipeline import gather
-from memory.selectors import trace_timings
+from memory.selectors import tiers as inspect
+from memory.selectors.recall_panel import trace_timings
 
 SECTIONS = (("overview", "Overview"), ("stm", "Short-term"), ("mtm", "Mid-term"), ("lpm", "Long-term"),
             ("recalls", "Recalls"), ("events", "Lifecycle"), ("replay", "Replay"))

@@ -23,9 +23,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from memory import selectors
 from memory.engine.ipld import Link, NodeError, node_decode
 from memory.recall.base import UnknownPolicyError
+from memory.selectors import recall_panel as selectors
 from memory.services.common import MemoryInputError
 from memory.services.files import file_open
 from memory.services.recall import recall_for_query

@@ -13,7 +13,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memory.selectors import (
+from memory.selectors.recall_panel import (
     chat_history,
     memory_stats,
     profile_exists,

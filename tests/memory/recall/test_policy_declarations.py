@@ -18,7 +18,7 @@ from memory.recall.base import (
     register_policy,
     unregister_policy,
 )
-from memory.selectors import score_help, turn_recall
+from memory.selectors.recall_panel import score_help, turn_recall
 from memory.services.after_reply import after_reply_names, register_after_reply, unregister_after_reply
 from memory.services.exocortex import recollecting_policies
 from memory.services.recall import recall_for_query
