@@ -22,6 +22,7 @@ FRAMEWORKS = ("django", "qdrant_client", "qdrant_edge", "openai", "torch", "sent
 EDGES = ("memory.web", "memory.management", "memory.templatetags", "memoryos_site")
 MODELS = ("memory.models", "persona.models")
 SERVICES = ("memory.services",)
+# The reads (one module per thing read), and the inspector's figures, which the reads build and cache.
 SELECTORS = ("memory.selectors", "memory.inspector")
 
 # (who, what it must not import, why)
@@ -245,10 +246,20 @@ def test_only_the_recall_package_names_a_policy() -> None:
     assert all(module in modules for module, _ in POLICY_NAME_EXCEPTIONS)  # no exception outlives its reason
 
 
+def test_who_may_see_whom_is_decided_in_one_module() -> None:
+    """Permission checks live in memory/web/access.py (the admin's own aside): the views, the API and
+    the template tags ask it, and no selector filters by who is looking."""
+    found = [f"{module}:{node.lineno}" for module, path in module_files(ROOT).items()
+             if module not in ("memory.web.access", "memory.admin")
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Attribute) and node.attr == "has_perm"]
+    assert found == []
+
+
 def test_the_layers_exist() -> None:
     modules = module_files(ROOT)
     for package in ("memory.engine", "memory.adapters", "memory.recall", "memory.services", "memory.web",
-                    "memory.benchmarks", "memory.selectors"):
+                    "memory.benchmarks", "memory.selectors", "memory.selectors.recall_panel", "memory.web.access"):
         assert package in modules, package
     assert len([m for m in modules if m.startswith("memory.engine.")]) >= 8
 

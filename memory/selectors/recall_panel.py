@@ -1,128 +1,21 @@
-"""Reads of memory: counts and lists for commands, the API and the inspector."""
+"""The recall panel beside a reply: what entered the prompt, read back from the stored trace, with
+each item's scores and why it was recalled, in words."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
-
-from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
-from django.utils import timezone
 
 from memory.config import memory_params
 from memory.engine.heat import recency
 from memory.engine.text import WORD, stem
-from memory.engine.traits import TRAIT_CATALOGUE, TRAITS_BY_KEY
-from memory.models import (
-    ApiToken,
-    AttachedFile,
-    DialoguePage,
-    LifecycleEvent,
-    MemoryNode,
-    PageStatus,
-    Recollection,
-    RetrievalTrace,
-    Segment,
-    Sona,
-    SonaMembership,
-    Tier,
-    UserMemoryState,
-)
+from memory.engine.traits import TRAITS_BY_KEY
+from memory.models import DialoguePage, Recollection, RetrievalTrace, Segment, Sona
 from memory.recall.base import policies, policy_or_none
+from memory.selectors.ids import uuid_or_none
+from memory.selectors.traces import trace_timings
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
-
-
-def memory_stats(*, user) -> dict[str, Any]:
-    """Counts per tier for one user."""
-    pages = DialoguePage.objects.filter(user=user)
-    return {
-        "user": user.username,
-        "stm_pages": pages.filter(tier=Tier.STM, status=PageStatus.COMPLETE).count(),
-        "pending_pages": pages.filter(status=PageStatus.PENDING).count(),
-        "mtm_pages": pages.filter(tier=Tier.MTM).count(),
-        "archived_pages": pages.filter(tier=Tier.ARCHIVED).count(),
-        "total_pages": pages.count(),
-        "mtm_segments": Segment.objects.filter(user=user, status=Segment.Status.ACTIVE).count(),
-        "evicted_segments": Segment.objects.filter(user=user, status=Segment.Status.EVICTED).count(),
-        "promoted_segments": Segment.objects.filter(user=user, promoted_count__gt=0).count(),
-        "kb_facts": KnowledgeFact.objects.filter(user=user).count(),
-        "user_traits": UserTrait.objects.filter(user=user, score__gt=0).count(),
-        "agent_traits": AgentTrait.objects.filter(user=user).count(),
-        "events": LifecycleEvent.objects.filter(user=user).count(),
-        "traces": RetrievalTrace.objects.filter(user=user).count(),
-    }
-
-
-def stopped_turn_pages() -> QuerySet[DialoguePage]:
-    """Pages still awaiting their reply PENDING_TIMEOUT_S after they were stored (wall-clock
-    time): their turn's process stopped mid-turn. Read through the partial index `page_pending`."""
-    cutoff = timezone.now() - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
-    return DialoguePage.objects.filter(status=PageStatus.PENDING, created_at__lt=cutoff)
-
-
-def users_with_maintenance_to_do() -> list[int]:
-    """Users whose maintenance is due, or who hold a page whose turn stopped before its reply (a
-    crash between the message being stored and the reply: nothing marked maintenance due)."""
-    due = UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True)
-    return sorted(set(due) | set(stopped_turn_pages().values_list("user_id", flat=True)))
-
-
-def stm_pages(*, user) -> list[DialoguePage]:
-    return list(DialoguePage.objects.filter(user=user, tier=Tier.STM).order_by("seq"))
-
-
-# --- the browser chat ------------------------------------------------------------------------
-
-def chat_history(*, user, limit: int = 200) -> tuple[list[DialoguePage], int]:
-    """The user's latest turns in any tier, oldest first, and how many there are in all."""
-    pages = DialoguePage.objects.filter(user=user)
-    total = pages.count()
-    latest = (pages.select_related("sona").prefetch_related("attachments")
-              .annotate(has_trace=Exists(RetrievalTrace.objects.filter(page=OuterRef("pk"))))
-              .order_by("-seq")[:limit])
-    return list(reversed(latest)), total
-
-
-def sona_list(*, user) -> list[Sona]:
-    return list(Sona.objects.filter(user=user).order_by("created_at"))
-
-
-def sona_counts(*, user) -> list[tuple[Sona, int]]:
-    """The user's sonas, oldest first, each with how many memories belong to it."""
-    rows = Sona.objects.filter(user=user).annotate(members=Count("memberships")).order_by("created_at")
-    return [(sona, sona.members) for sona in rows]
-
-
-def sona_memberships(*, user, sona: Sona) -> QuerySet[SonaMembership]:
-    """The memories (graph nodes) of one of the user's sonas, newest membership first, each with how
-    it got there (where it happened, or bubbled up from another sona)."""
-    return (SonaMembership.objects.filter(user=user, sona=sona, sona__user=user).select_related("node")
-            .order_by("-created_at", "-id"))
-
-
-def sona_memories(*, user, sona: Sona, limit: int = 200) -> list[SonaMembership]:
-    """sona_memberships, the newest `limit`."""
-    return list(sona_memberships(user=user, sona=sona)[:limit]) if sona.user_id == user.pk else []
-
-
-def sona_name_taken(*, user, name: str) -> bool:
-    return Sona.objects.filter(user=user, name__iexact=name).exists()
-
-
-def sona_named(*, user, name: str) -> Sona | None:
-    """The user's persona of this name (as the form compares names: case aside), or None."""
-    return Sona.objects.filter(user=user, name__iexact=name.strip()).order_by("created_at").first()
-
-
-def sona_for_user(*, user, sona_id) -> Sona | None:
-    """The user's sona with this id, or None (also for another user's sona or a malformed id)."""
-    try:
-        return Sona.objects.filter(user=user, id=uuid.UUID(str(sona_id))).first()
-    except ValueError:
-        return None
-
 
 # The prompt's section titles speak to the model; these speak to the person reading the panel,
 # in the order that says most: what was searched for first, what is always there last (then the
@@ -254,14 +147,6 @@ def turn_recall(*, user, page_id) -> TurnRecall | None:
                       breaker_open=bool(payload.get("reply", {}).get("breaker_open", False)))
 
 
-def trace_timings(payload: dict) -> list[tuple[str, float]]:
-    """A stored recall's parts and their ms in the order they ran (jsonb does not keep the dict's order)."""
-    timings = payload.get("timings_ms", {})
-    order = [part for part in payload.get("timings_order", []) if part in timings]
-    order += [part for part in timings if part not in order]  # traces stored before the order was
-    return [(str(part), float(timings[part])) for part in order]
-
-
 GONE = "(no longer in memory)"
 
 
@@ -320,7 +205,7 @@ def _reasons(row: RecalledRow, payload: dict, kind_reasons: dict[str, str]) -> l
 
 def _recalled_lookup(user, refs: list[str], payload: dict) -> dict[str, Any]:
     """One query per kind of memory for everything a trace names."""
-    ids = [i for i in map(_uuid_or_none, refs) if i]
+    ids = [i for i in map(uuid_or_none, refs) if i]
     text: dict[str, str] = {}
     text.update({str(f.id): f.text for f in KnowledgeFact.objects.filter(user=user, id__in=ids)})
     text.update({str(a.id): a.text for a in AgentTrait.objects.filter(user=user, id__in=ids)})
@@ -386,163 +271,3 @@ def _utterance_row(row: RecalledRow, payload: dict) -> None:
     if said:
         row.why.append(f"Said on {datetime.fromisoformat(said):%-d %B %Y at %H:%M}.")
     row.why += _topic(payload, entry.get("segment_id"))
-
-
-def _uuid_or_none(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
-
-
-def api_tokens(*, user) -> list[ApiToken]:
-    return list(ApiToken.objects.filter(user=user).order_by("revoked_at", "-created_at"))
-
-
-# --- the API's reads ------------------------------------------------------------------------
-
-MEMORY_MODELS: dict[str, Any] = {"page": DialoguePage, "segment": Segment, "fact": KnowledgeFact,
-                                 "agent_trait": AgentTrait, "trait": UserTrait}
-NODE_KIND_TO_KIND = {"page": "page", "segment": "segment", "fact": "fact", "agent_trait": "agent_trait"}
-
-
-def memories(*, user, kind: str, tier: str = "", query: str = "", pinned: bool | None = None,
-             repressed: bool | None = None) -> QuerySet:
-    """One kind of the user's memories, newest first, filtered; pages by tier and words."""
-    model = MEMORY_MODELS[kind]
-    rows = model.objects.filter(user=user)
-    if kind == "page":
-        rows = rows.defer("embedding").order_by("-seq")
-        if tier:
-            rows = rows.filter(tier=tier)
-        if query:
-            rows = rows.filter(Q(query__icontains=query) | Q(response__icontains=query))
-    elif kind == "segment":
-        rows = rows.defer("embedding").order_by("-created_at")
-        if query:
-            rows = rows.filter(Q(summary__icontains=query) | Q(keywords__icontains=query))
-    elif kind == "trait":
-        rows = rows.order_by("-score", "key")
-        if query:
-            rows = rows.filter(key__icontains=query)
-    else:
-        rows = rows.order_by("-created_at")
-        if query:
-            rows = rows.filter(text__icontains=query)
-    if pinned is not None:
-        rows = rows.filter(pinned=pinned)
-    if repressed is not None:
-        rows = rows.filter(repressed=repressed)
-    return rows
-
-
-def memory_one(*, user, kind: str, ident: str):
-    """One memory of the user's by kind and id (a trait by its dimension's key), or None."""
-    model = MEMORY_MODELS.get(kind)
-    if model is None:
-        return None
-    if kind == "trait":
-        return UserTrait.objects.filter(user=user, key=ident).first()
-    try:
-        key = uuid.UUID(str(ident))
-    except ValueError:
-        return None
-    return model.objects.filter(user=user, pk=key).first()
-
-
-def memory_by_cid(*, user, cid: str) -> tuple[str, Any] | None:
-    """The memory with this content id (or whose earlier version had it): (kind, row)."""
-    node = MemoryNode.objects.filter(user=user, cid=cid).exclude(kind="user_trait").first()
-    if node is None:  # an id it had before: from before CIDv1, or before its dependencies grew
-        node = MemoryNode.objects.filter(user=user, aliases__cid=cid).exclude(kind="user_trait").first()
-    if node is None:
-        return None
-    kind = NODE_KIND_TO_KIND[node.kind]
-    row = memory_one(user=user, kind=kind, ident=node.object_id.split("@", 1)[0])
-    return (kind, row) if row is not None else None
-
-
-def events(*, user, kinds: list[str] | None = None) -> QuerySet:
-    rows = LifecycleEvent.objects.filter(user=user).order_by("-id")
-    return rows.filter(kind__in=kinds) if kinds else rows
-
-
-def traces(*, user) -> QuerySet:
-    return RetrievalTrace.objects.filter(user=user).order_by("-created_at")
-
-
-def trace_one(*, user, trace_id: str) -> RetrievalTrace | None:
-    try:
-        key = uuid.UUID(str(trace_id))
-    except ValueError:
-        return None
-    return RetrievalTrace.objects.filter(user=user, id=key).first()
-
-
-def memory_node_by_cid(*, user, cid: str) -> MemoryNode | None:
-    """The graph node with this content id (or one it had before), with its block."""
-    return (MemoryNode.objects.filter(user=user, cid=cid).first()
-            or MemoryNode.objects.filter(user=user, aliases__cid=cid).first())
-
-
-def decay_settings_initial(*, user) -> dict[str, float]:
-    """The user's two Exocortex decay settings, for the profile page's form (defaults until changed)."""
-    found = UserMemoryState.objects.filter(user=user).values("short_term_minutes", "long_term_threshold").first()
-    defaults = {field: UserMemoryState._meta.get_field(field).default
-                for field in ("short_term_minutes", "long_term_threshold")}
-    return found or defaults
-
-
-def attached_files(*, user, page_id=None) -> QuerySet[AttachedFile]:
-    """The user's files, newest first: all of them, or those attached to one page."""
-    rows = AttachedFile.objects.filter(user=user).order_by("-created_at", "name")
-    return rows.filter(page_id=page_id) if page_id is not None else rows
-
-
-def page_attachments(*, user, page_ids) -> dict[str, list[AttachedFile]]:
-    """The files of several pages, by page id (one query for a page listing)."""
-    out: dict[str, list[AttachedFile]] = {}
-    for row in AttachedFile.objects.filter(user=user, page_id__in=list(page_ids)).order_by("created_at", "name"):
-        out.setdefault(str(row.page_id), []).append(row)
-    return out
-
-# ---------------------------------------------------------------- the profile page and long-term lists
-
-
-def profile_exists(*, user) -> bool:
-    """Whether the person has answered (or skipped) the first-visit profile question."""
-    return UserProfile.objects.filter(user=user).exists()
-
-
-def profile_initial(*, user) -> dict:
-    """The profile form's initial values."""
-    profile = UserProfile.objects.filter(user=user).first()
-    if profile is None:
-        return {}
-    return {"name": profile.name, "gender": profile.gender, "birth_year": profile.birth_year}
-
-
-def profile_get(*, user) -> UserProfile:
-    """The profile, or an empty one (unsaved) when none was given."""
-    return UserProfile.objects.filter(user=user).first() or UserProfile(user=user)
-
-
-def traits_scored(*, user) -> list[dict]:
-    """All the trait dimensions with the user's score, flags and evidence (0 and none when unscored)."""
-    stored = {t.key: t for t in UserTrait.objects.filter(user=user)}
-    rows = []
-    for dimension in TRAIT_CATALOGUE:
-        trait = stored.get(dimension.key)
-        rows.append({"key": dimension.key, "name": dimension.name, "category": dimension.category,
-                     "description": dimension.description, "score": trait.score if trait else 0.0,
-                     "pinned": bool(trait and trait.pinned), "repressed": bool(trait and trait.repressed),
-                     "evidence": list(trait.evidence) if trait else []})
-    return rows
-
-
-def knowledge_base(*, user):
-    return KnowledgeFact.objects.filter(user=user).order_by("-created_at")
-
-
-def agent_traits(*, user):
-    return AgentTrait.objects.filter(user=user).order_by("-created_at")

@@ -10,8 +10,9 @@ from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 from ninja import Router
 
-from memory.selectors import recall_panel as selectors
-from memory.selectors.recall_panel import memory_stats, sona_named
+from memory.selectors.files import attached_files
+from memory.selectors.sonas import sona_named
+from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
 from memory.services.turns import TurnResult, turn_run
 from memory.services.users import sona_get_or_create
@@ -52,7 +53,7 @@ def turn_out(result: TurnResult) -> dict[str, Any]:
         prompt_tokens=result.prompt.tokens, policy=result.recall.policy,
         recalled=[{"kind": i.kind, "ref": i.ref, "text": i.text, "score": i.score,
                    "breakdown": dict(i.breakdown)} for i in result.prompt.included],
-        files=[file_out(row) for row in selectors.attached_files(user=result.page.user, page_id=result.page.id)],
+        files=[file_out(row) for row in attached_files(user=result.page.user, page_id=result.page.id)],
     ).dict()
 
 

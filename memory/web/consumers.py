@@ -34,7 +34,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from memory.adapters.configured import adapters_state, adapters_wait_ready
-from memory.selectors.recall_panel import attached_files, sona_for_user
+from memory.selectors.files import attached_files
+from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
 from memory.services.pages import validate_message
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply

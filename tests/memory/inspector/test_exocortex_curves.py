@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from memory.engine import exocortex as exo
 from memory.models import DialoguePage
-from memory.selectors.tiers import exocortex_curves
+from memory.selectors.decay import exocortex_curves
 from memory.services.exocortex import decay_settings_update
 from memory.services.pages import page_start
 from tests.memory.inspector.test_charts import values

@@ -10,7 +10,7 @@ import pytest
 
 from memory.formats.locomo import load_conversations
 from memory.models import DialoguePage, LifecycleEvent, Segment, Tier
-from memory.selectors.tiers import event_log, event_log_forget_cache, replay_of
+from memory.selectors.log import event_log, event_log_forget_cache, replay_of
 from memory.services.importing import conversation_import
 from memory.services.recall import recall_for_query
 from persona.models import AgentTrait, KnowledgeFact, UserTrait

@@ -300,7 +300,7 @@ def test_a_bad_rating_answer_falls_back_to_overlap_and_says_so(make_user, memory
 
 
 def test_a_sona_lists_its_memories_and_no_one_elses(make_user, memory_env):
-    from memory.selectors.recall_panel import sona_memories
+    from memory.selectors.sonas import sona_memories
 
     tune(memory_env, MAINTENANCE_MODE="off")
     user, other = make_user("me"), make_user("other")
