@@ -22,6 +22,7 @@ FRAMEWORKS = ("django", "qdrant_client", "qdrant_edge", "openai", "torch", "sent
 EDGES = ("memory.web", "memory.management", "memory.templatetags", "memoryos_site")
 MODELS = ("memory.models", "persona.models")
 SERVICES = ("memory.services",)
+# The reads (one module per thing read), and the inspector's figures, which the reads build and cache.
 SELECTORS = ("memory.selectors", "memory.inspector")
 
 # (who, what it must not import, why)
@@ -41,6 +42,21 @@ CONTRACTS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
 )
 # Code that may import the benchmarks: the benchmarks and the command that runs them.
 BENCHMARK_USERS = ("memory.benchmarks", "memory.management.commands.bench")
+
+# The recall policies' names. Only the recall package and the engine spell them; everything else asks
+# the policy (memory/recall/base.py: get_policy, policies, RecallPolicy's declarations), so that a new
+# policy is one module.
+POLICY_NAMES = frozenset({"memoryos", "hybrid", "memoria", "exocortex", "generative_agents"})
+POLICY_NAME_OWNERS = ("memory.recall", "memory.engine")
+# (module, name): why the name is spelled there. Migrations are not read (their history is fixed).
+POLICY_NAME_EXCEPTIONS = {
+    ("memoryos_site.settings", "hybrid"): "MEMORYOS_RECALL_POLICY's default: settings are plain values",
+    ("memoryos_site.settings", "memoryos"): "the project's name: the Qdrant collection and the Redis prefix",
+    ("memory.adapters.vectors", "memoryos"): "the project's name: the Qdrant collection's default",
+    ("memory.web.mcp", "memoryos"): "the project's name: the MCP server's and its auth realm's",
+    ("memory.models", "memoryos"): "RetrievalTrace.policy's column default, as migration 0001 has it",
+    ("memory.management.commands.bench", "memoria"): "a benchmark's name: memory/benchmarks/memoria.py",
+}
 
 
 @dataclass(frozen=True)
@@ -199,16 +215,51 @@ def _cycle_path(graph: dict[str, set[str]], component: set[str]) -> list[str]:
         seen.add(node)
 
 
+def policy_name_literals(root: Path, packages=PACKAGES, exceptions=POLICY_NAME_EXCEPTIONS) -> list[str]:
+    """Every string constant equal to a policy's name outside the recall package and the engine (the
+    exceptions aside), and every quoted policy name in a template."""
+    found = []
+    for module, path in module_files(root, packages).items():
+        if _within(module, POLICY_NAME_OWNERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if (isinstance(node, ast.Constant) and node.value in POLICY_NAMES
+                    and (module, node.value) not in exceptions):
+                found.append(f"{module}:{node.lineno} spells the policy name {node.value!r}")
+    for path in sorted((root / "templates").rglob("*.html")) if (root / "templates").is_dir() else ():
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            for name in sorted(POLICY_NAMES):
+                if f'"{name}"' in line or f"'{name}'" in line:
+                    found.append(f"{path.relative_to(root)}:{number} spells the policy name {name!r}")
+    return found
+
+
 # ------------------------------------------------------------------ the project itself
 
 def test_the_project_has_no_cycle_no_private_import_and_keeps_its_layers() -> None:
     assert violations(ROOT) == []
 
 
+def test_only_the_recall_package_names_a_policy() -> None:
+    assert policy_name_literals(ROOT) == []
+    modules = module_files(ROOT)
+    assert all(module in modules for module, _ in POLICY_NAME_EXCEPTIONS)  # no exception outlives its reason
+
+
+def test_who_may_see_whom_is_decided_in_one_module() -> None:
+    """Permission checks live in memory/web/access.py (the admin's own aside): the views, the API and
+    the template tags ask it, and no selector filters by who is looking."""
+    found = [f"{module}:{node.lineno}" for module, path in module_files(ROOT).items()
+             if module not in ("memory.web.access", "memory.admin")
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Attribute) and node.attr == "has_perm"]
+    assert found == []
+
+
 def test_the_layers_exist() -> None:
     modules = module_files(ROOT)
     for package in ("memory.engine", "memory.adapters", "memory.recall", "memory.services", "memory.web",
-                    "memory.benchmarks", "memory.selectors"):
+                    "memory.benchmarks", "memory.selectors", "memory.selectors.recall_panel", "memory.web.access"):
         assert package in modules, package
     assert len([m for m in modules if m.startswith("memory.engine.")]) >= 8
 
@@ -270,3 +321,20 @@ def test_long_term_memory_depending_back_on_memory_is_found(tmp_path) -> None:
     assert violations(root, packages=("memory", "persona")) == [
         "persona.promote:1 imports memory.services.long_term: long-term memory's models depend on nothing of the "
         "project: memory depends on them, never the reverse"]
+
+
+def test_a_policy_name_spelled_outside_recall_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/recall/memoria.py": "name = 'memoria'\n",
+        "memory/engine/exocortex.py": "EXOCORTEX = 'exocortex'\n",
+        "memory/services/turns.py": "def f(recall):\n    return recall.policy == 'memoria'  # not 'hybrid'\n",
+        "memory/selectors.py": "KINDS = ('memoria_page', 'hybrid')\n",
+        "memory/web/mcp.py": "NAME = 'memoryos'\n",
+        "templates/trace.html": "{% if t.policy == \"exocortex\" %}{% endif %}\n<p id=\"memoria-expansion\"></p>\n",
+    })
+    assert policy_name_literals(root, packages=("memory",), exceptions={("memory.web.mcp", "memoryos"): "a name"}) == [
+        "memory.selectors:1 spells the policy name 'hybrid'",
+        "memory.services.turns:2 spells the policy name 'memoria'",
+        "templates/trace.html:1 spells the policy name 'exocortex'",
+    ]

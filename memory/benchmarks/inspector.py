@@ -79,7 +79,7 @@ def _urls(user) -> dict[str, tuple[str, bool]]:
 
 
 def _trait_with_evidence_nodes(user) -> str | None:
-    from memory.inspector.selectors import provenance
+    from memory.selectors.provenance import provenance
 
     keys = sorted(set(user.memory_events.filter(kind="trait_updated").values_list("subject_id", flat=True)))
     return next((key for key in keys if provenance(user=user, kind="trait", ident=key) is not None), None)
@@ -94,7 +94,7 @@ def _get(client: Client, url: str, htmx: bool) -> float:
 
 
 def time_pages(user, *, requests: int, seed: int, show: bool) -> dict[str, dict]:
-    from memory.inspector.selectors import event_log_forget_cache
+    from memory.selectors.log import event_log_forget_cache
 
     event_log_forget_cache()
     client = Client()
@@ -114,7 +114,7 @@ def time_pages(user, *, requests: int, seed: int, show: bool) -> dict[str, dict]
 
 
 def time_steps(user, *, steps: int, seed: int, show: bool) -> dict[str, Any]:
-    from memory.inspector.selectors import replay_of
+    from memory.selectors.log import replay_of
 
     client = Client()
     client.force_login(user)

@@ -37,7 +37,7 @@ from memory.config import memory_params
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import assemble_prompt
 from memory.formats.locomo import Conversation, LocomoFormatError, load_conversations
-from memory.recall.base import policy_names
+from memory.recall.base import default_policy_name, policy_names
 from memory.services.importing import conversation_import
 from memory.services.recall import recall_for_query
 from memory.services.users import sona_get_or_create
@@ -218,7 +218,7 @@ def run(options: dict, stdout) -> dict:
             runs.append(run_conversation(env, model, conversation, options, show))
     return {"benchmark": "qa", "date": common.today(), "machine": common.machine(),
             "data": str(options["data"]), "model": model.name,
-            "policy": options.get("policy") or settings.MEMORYOS.get("RECALL_POLICY", "memoryos"),
+            "policy": options.get("policy") or default_policy_name(),
             "summary": summarize(runs), "runs": runs}
 
 

@@ -48,10 +48,16 @@ FLOOR_TOLERANCE = 0.02
 FLOORS_FILE = Path(__file__).with_name("retrieval_floors.json")
 
 
-def _policies() -> tuple[str, ...]:
+def measured_policies(options: dict[str, Any]) -> tuple[str, ...]:
+    """The policies a run measures: those asked for, else every registered policy."""
     from memory.recall.base import policy_names
 
-    return policy_names()
+    known = policy_names()
+    policies = tuple(options.get("policy") or known)
+    unknown = [p for p in policies if p not in known]
+    if unknown:
+        raise CommandError(f"unknown recall policy {', '.join(unknown)}; choose from {', '.join(known)}")
+    return policies
 
 
 # ----------------------------------------------------------------------------- ablations
@@ -100,9 +106,20 @@ def _memoria_terms_off() -> Iterator[None]:
         memoria.memoria_params = saved
 
 
-# An ablation of the shared core is measured on the policy that ranks the core directly.
-CORE = ("hybrid",)
-ABLATIONS: dict[str, tuple[str, Callable[[], Any], tuple[str, ...] | None]] = {
+def _built_from(module: str) -> Callable[[str], bool]:
+    """Whether a policy is built from `module`: its class, or one it builds on, is defined there. An
+    ablation switches off a term of one module, so it is measured on the policies that use it."""
+    def applies(policy: str) -> bool:
+        from memory.recall.base import get_policy
+
+        return any(cls.__module__ == module for cls in type(get_policy(policy)).__mro__)
+
+    return applies
+
+
+# An ablation of the shared core is measured on the policies that rank the core directly.
+CORE = _built_from("memory.recall.hybrid")
+ABLATIONS: dict[str, tuple[str, Callable[[], Any], Callable[[str], bool] | None]] = {
     "core-hop": ("the relevance core without the second hop", lambda: _core_params(hop_weight=0.0), CORE),
     "core-time": ("the relevance core without time windows", lambda: _core_params(time_boost=0.0), CORE),
     "core-long-term": ("the relevance core without long-term memory's facts",
@@ -117,14 +134,16 @@ ABLATIONS: dict[str, tuple[str, Callable[[], Any], tuple[str, ...] | None]] = {
     "core+diversity": ("the relevance core with diversity across sessions (penalty 1.0)",
                        lambda: _core_params(session_penalty=1.0), CORE),
     "memoryos-segments": ("MemoryOS without its first stage: pages from every segment",
-                          lambda: _flag("memory.recall.memoryos", "SEGMENTS_FIRST", False), ("memoryos",)),
+                          lambda: _flag("memory.recall.memoryos", "SEGMENTS_FIRST", False),
+                          _built_from("memory.recall.memoryos")),
     "memoryos-jaccard": ("MemoryOS segments by relevance alone (no keyword Jaccard in Fscore)",
-                         lambda: _flag("memory.recall.memoryos", "KEYWORD_JACCARD", False), ("memoryos",)),
+                         lambda: _flag("memory.recall.memoryos", "KEYWORD_JACCARD", False),
+                         _built_from("memory.recall.memoryos")),
     "exocortex-decay": ("Exocortex and Generative Agents without recency (relevance · type weight)",
                         lambda: _flag("memory.recall.exocortex", "DECAY", False),
-                        ("exocortex", "generative_agents")),
+                        _built_from("memory.recall.exocortex")),
     "memoria-terms": ("Memoria with its relevance term alone (no recency, full-text, importance, sona, "
-                      "expansion)", _memoria_terms_off, ("memoria",)),
+                      "expansion)", _memoria_terms_off, _built_from("memory.recall.memoria")),
 }
 # Context always in the prompt but not ranked by relevance goes last, in this order.
 TAIL_KINDS = ("kb_fact", "agent_trait", "stm_page")
@@ -197,7 +216,7 @@ def _conversation(conv, policies, scores, latencies, ingest, show, ablations=(),
                     _score(folds[conv.sample_id], policy, q, units)
                 for ablation in ablations:
                     _, switch_off, applies = ABLATIONS[ablation]
-                    if applies is not None and policy not in applies:
+                    if applies is not None and not applies(policy):
                         continue
                     with switch_off():
                         units = policy_units(user, q.text, policy)
@@ -231,11 +250,7 @@ def _targets(summary: dict[str, dict[str, float]], policies) -> dict[str, dict[s
 def run(options: dict[str, Any], stdout) -> dict[str, Any]:
     from memory.formats.locomo import load_conversations
 
-    known = _policies()
-    policies = tuple(options.get("policy") or known)
-    unknown = [p for p in policies if p not in known]
-    if unknown:
-        raise CommandError(f"unknown recall policy {', '.join(unknown)}; choose from {', '.join(known)}")
+    policies = measured_policies(options)
     floors = _read_floors(options["check_floors"]) if options.get("check_floors") else None
     if floors and floors.get("data") and Path(options["data"]).name != floors["data"]:
         raise CommandError(f"the floors were recorded on {floors['data']}, not {Path(options['data']).name}")

@@ -7,7 +7,10 @@ trace are written by memory/services/recall.py, the prompt assembled by the engi
 
 Adding a policy is one module with a `RecallPolicy` subclass decorated by `@register_policy`,
 the module named in POLICY_MODULES (or, for a policy that lives elsewhere, in the
-MEMORYOS_RECALL_POLICY_MODULES setting), and its tests.
+MEMORYOS_RECALL_POLICY_MODULES setting), and its tests. A policy also declares what it needs of
+the rest of the project (work after the reply, recollections) and how the recall panel and the
+inspector explain its items; services, selectors, benchmarks and templates ask the policy, never
+its name (tests/test_architecture.py holds them to it).
 """
 
 from __future__ import annotations
@@ -70,14 +73,36 @@ class Ranking:
     trace: dict[str, Any] = field(default_factory=dict)  # the policy's own entries of the trace's payload
 
 
+@dataclass(frozen=True)
+class ItemExplanation:
+    """How a policy explains one of its items read back from a stored trace: the scores shown
+    (None: keep the shared reading's) and reasons in words, added after the shared ones."""
+
+    scores: list[tuple[str, float]] | None = None
+    why: list[str] = field(default_factory=list)
+
+
 class RecallPolicy(ABC):
-    """One way of ranking memory for a query."""
+    """One way of ranking memory for a query, and what it needs of the rest of the project."""
 
     name: ClassVar[str]
     title: ClassVar[str]  # one line for people: the inspector, `--help`
     rank_part: ClassVar[str]  # the name `rank` is timed under in Recall.timings_ms
     # A search that needs no query vector, run while the query is embedded, and its part's name.
     early_part: ClassVar[str | None] = None
+    # Work run once the turn's reply is stored, off the reply path: names of the services' after-reply
+    # work (memory/services/after_reply.py), each given the turn's user, trace and reply.
+    after_reply: ClassVar[tuple[str, ...]] = ()
+    # Whether maintenance makes recollections after this policy's turns (memory/services/exocortex.py;
+    # MEMORYOS_EXOCORTEX_RECOLLECTIONS="policy").
+    makes_recollections: ClassVar[bool] = False
+    # The item kinds only this policy makes, with the recall panel's section title and, where the kind
+    # needs one, the sentence that says what such an item is ("" for none).
+    item_kinds: ClassVar[dict[str, tuple[str, str]]] = {}
+    # The scores its items show in the recall panel, explained (the panel's legend and tooltips).
+    score_help: ClassVar[dict[str, str]] = {}
+    # The inspector's section for this policy's part of a trace (rendered with `trace_view`), or None.
+    trace_template: ClassVar[str | None] = None
 
     def search_early(self, context: RecallContext) -> Any:
         """Work that needs no query vector (e.g. a keyword search); handed to `rank`."""
@@ -91,6 +116,14 @@ class RecallPolicy(ABC):
     def parts(cls) -> tuple[str, ...]:
         """The parts of a recall this policy times, in the order they run."""
         return tuple(part for part in (cls.early_part, cls.rank_part) if part)
+
+    def explain_item(self, kind: str, ref: str, payload: dict[str, Any]) -> ItemExplanation | None:
+        """Its own reading of one recalled item from the trace's payload; None: the shared reading alone."""
+        return None
+
+    def trace_view(self, payload: dict[str, Any]) -> Any:
+        """What `trace_template` shows of a stored trace's payload (falsy: the section is left out)."""
+        return None
 
 
 class UnknownPolicyError(ValueError):
@@ -148,6 +181,18 @@ def get_policy(name: str) -> RecallPolicy:
 
 def default_policy_name() -> str:
     return settings.MEMORYOS["RECALL_POLICY"]
+
+
+def policies() -> tuple[RecallPolicy, ...]:
+    """Every registered policy, in policy_names' order."""
+    return tuple(get_policy(name) for name in policy_names())
+
+
+def policy_or_none(name: str | None) -> RecallPolicy | None:
+    """The registered policy of this name; None for a name no policy has (a trace stored by a policy
+    since removed)."""
+    _load()
+    return _registry.get(name or "")
 
 
 def owned(model, fields: Sequence[str], ids, user, **expected) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from memory.engine import exocortex as exo
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Recollection, Segment, UserMemoryState
 from memory.recall import rows
-from memory.recall.base import Ranking, RecallContext, RecallPolicy, owned, register_policy
+from memory.recall.base import ItemExplanation, Ranking, RecallContext, RecallPolicy, owned, register_policy
 from memory.recall.relevance import TurnRelevance, keyword_turns, min_max, turn_items, turn_relevance
 
 RECOLLECTION_FIELDS = ("id", "user_id", "text", "members", "created_at", "repressed", "prompt_similarity")
@@ -79,9 +79,25 @@ class WeightedPolicy(RecallPolicy):
     weigh: Weigh  # a staticmethod of the engine
     # The recency that leaves relevance alone in `weigh` (the ablation without decay): 0 in a sum, 1 in a product.
     neutral_recency = 0.0
+    makes_recollections = True  # its turns are recollected after the reply, by maintenance
+    item_kinds = {RECOLLECTION_KIND: (
+        "Recollections (earlier memories summarised together)",
+        "A recollection: memories of yours that belong together, summarised after an earlier turn.")}
+    score_help = {
+        "decay recency": "Exocortex recency on your own decay curve (profile page): 1 now, falling exponentially "
+                         "over your short-term duration, then slowly to your long-term threshold at your oldest "
+                         "memory.",
+        "nostalgia": "1 − recency: how much of an older memory's relevance the Exocortex weight lets through.",
+        "type weight": "The weight of this kind of memory (recollections slightly more than pages).",
+        "weight": "The ranking score: (relevance · nostalgia + recency) · type weight for the Exocortex, "
+                  "relevance · recency · type weight for Generative Agents.",
+    }
 
     def search_early(self, context: RecallContext) -> dict[str, float]:
         return keyword_turns(user=context.user, query=context.query, tiers=context.turn_tiers)
+
+    def explain_item(self, kind: str, ref: str, payload: dict[str, Any]) -> ItemExplanation | None:
+        return _explain_weighed(ref, payload)
 
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
         found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
@@ -192,6 +208,19 @@ def _recollection_candidates(context: RecallContext, query_vector: Sequence[floa
         best = max(page_relevance.get(pages[member].seq, 0.0) for member in row.members) if row.members else 0.0
         result.append((row, best, exo.RECOLLECTION))
     return result
+
+
+# A weighed item's terms as the recall panel labels them.
+WEIGHT_LABELS = (("relevance", "relevance"), ("decay recency", "recency"), ("nostalgia", "nostalgia"),
+                 ("type weight", "type_weight"), ("weight", "weight"))
+
+
+def _explain_weighed(ref: str, payload: dict[str, Any]) -> ItemExplanation | None:
+    """An item the formula weighed: its terms replace the scores the shared reading shows."""
+    terms = {str(entry.get("id")): entry for entry in payload.get("weights", [])}.get(ref)
+    if terms is None:
+        return None
+    return ItemExplanation(scores=[(label, float(terms[key])) for label, key in WEIGHT_LABELS if key in terms])
 
 
 @register_policy

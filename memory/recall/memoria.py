@@ -39,7 +39,15 @@ from memory.models import (
     bytes_to_vector,
 )
 from memory.recall import rows
-from memory.recall.base import PAGE_FIELDS, Ranking, RecallContext, RecallPolicy, owned, register_policy
+from memory.recall.base import (
+    PAGE_FIELDS,
+    ItemExplanation,
+    Ranking,
+    RecallContext,
+    RecallPolicy,
+    owned,
+    register_policy,
+)
 from memory.recall.relevance import keyword_turns, turn_relevance
 from persona.models import AgentTrait, KnowledgeFact
 
@@ -49,6 +57,10 @@ PAGE_LIGHT_FIELDS = ("id", "user_id", "tier", "seq", "timestamp", "segment_id", 
 NODE_FIELDS = ("id", "user_id", "kind", "object_id", "cid", "importance")
 RECALLABLE_KINDS = (MemoryNode.Kind.PAGE, MemoryNode.Kind.SEGMENT, MemoryNode.Kind.FACT, MemoryNode.Kind.AGENT_TRAIT)
 ITEM_KINDS = {MemoryNode.Kind.PAGE: "memoria_page"}  # the others are notes: "memoria_note"
+TRACE_KEY = "memoria"  # the policy's entries in a trace's payload
+# The terms of a seed's score as the recall panel labels them.
+SCORE_LABELS = (("score", "Memoria score"), ("recency", "Memoria recency"), ("vector", "meaning"),
+                ("fulltext", "words"), ("importance", "importance"), ("sona", "sona similarity"))
 
 
 @dataclass(frozen=True)
@@ -67,11 +79,26 @@ class Memory:
 
 @register_policy
 class MemoriaPolicy(RecallPolicy):
-    name = "memoria"
+    name = TRACE_KEY
     title = ("Memoria: recency + vector + full-text + importance + sona similarity, then budgeted expansion "
              "along the memory graph in topological order")
     rank_part = "memoria"
     early_part = "full-text search"
+    # The recalled memories are rated after the reply: importance, and bubbling up between sonas.
+    after_reply = ("importance_rating",)
+    item_kinds = {"memoria_page": ("Earlier conversations (Memoria, causal order)", ""),
+                  "memoria_note": ("Topics and facts (Memoria)", "")}
+    score_help = {
+        "Memoria score": "The weighted sum of Memoria's five terms (recency, meaning, words, importance, sona).",
+        "Memoria recency": "0.5 ** (age / half-life): 1 when just said, 0.5 one half-life later.",
+        "meaning": "Cosine of your message and the memory, at least 0.",
+        "words": "The full-text match, as a share of the best match for this message (0 to 1).",
+        "importance": "How much this memory helped earlier replies (EWMA of 1-10 ratings), on 0 to 1.",
+        "sona similarity": "Closeness of the persona's name to the names of the personas the memory belongs to.",
+        "budget": "What the memory got of a recalled memory's budget: its share of a perfect match, passed "
+                  "along dependencies (budget × pass-on × edge weight).",
+    }
+    trace_template = "inspector/_memoria_expansion.html"
 
     def search_early(self, context: RecallContext) -> tuple[dict[str, float], dict[str, float]]:
         """Memoria's own full-text search over pages, and the relevance core's keyword list."""
@@ -83,6 +110,12 @@ class MemoriaPolicy(RecallPolicy):
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
         fulltext, sparse = early or ({}, None)
         return memoria_ranking(context, query_vector, fulltext, params=memoria_params(), sparse=sparse)
+
+    def explain_item(self, kind: str, ref: str, payload: dict[str, Any]) -> ItemExplanation | None:
+        return _explain_item(kind, ref, payload)
+
+    def trace_view(self, payload: dict[str, Any]) -> list[ExpansionRow]:
+        return expansion_rows(payload)
 
 
 def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fulltext: Mapping[str, float], *,
@@ -249,3 +282,71 @@ def _items(result, memories: Mapping[str, Memory], params: MemoriaParams) -> lis
             score=budget * params.max_score / params.seed_budget, timestamp=memory.timestamp,
             source_ids=memory.source_ids, breakdown=breakdown))
     return items
+
+
+# ------------------------------------------------------------------ read back from a stored trace
+
+def trace_entries(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy's part of a stored trace's payload ({} for another policy's trace)."""
+    return payload.get(TRACE_KEY) or {}
+
+
+def _explain_item(kind: str, ref: str, payload: Mapping[str, Any]) -> ItemExplanation | None:
+    """A memory Memoria recalled: its terms when it was a seed, its budget, and which memory pulled it in."""
+    if kind not in MemoriaPolicy.item_kinds:
+        return None
+    memoria = trace_entries(payload)
+    nodes = memoria.get("nodes", {})
+    node_id = next((node for node, entry in nodes.items() if entry.get("ref") == ref), None)
+    if node_id is None:
+        return None
+    seed = next((entry for entry in memoria.get("seeds", []) if entry.get("cid") == node_id), None)
+    scores = ([(label, round(float(seed[name]), 4)) for name, label in SCORE_LABELS if name in seed]
+              if seed is not None else [])
+    expansion = memoria.get("expansion", {})
+    scores.append(("budget", round(float(expansion.get("budgets", {}).get(node_id, 0.0)), 4)))
+    pull = expansion.get("pulled_by", {}).get(node_id)
+    why = []
+    if pull is not None:
+        source = nodes.get(pull.get("source"), {}).get("text", "another memory")
+        why = [f"Pulled in as a dependency ({str(pull.get('name', '')).split(':')[0]}, weight "
+               f"{float(pull.get('weight', 0)):.2f}) of “{source[:80]}”."]
+    return ItemExplanation(scores=scores, why=why)
+
+
+@dataclass(frozen=True)
+class ExpansionRow:
+    """One memory of a Memoria recall, in the order the prompt showed it: why it was there."""
+
+    kind: str
+    ref: str
+    text: str
+    budget: float
+    seed_score: float | None  # its score when it was a seed (a top-k hit), else None
+    pulled_by: str  # the text of the memory whose dependency pulled it in ("" for a seed)
+    relation: str
+    weight: float | None
+
+
+def expansion_rows(payload: Mapping[str, Any]) -> list[ExpansionRow]:
+    """The expansion as stored on a trace: each included memory (dependencies first) with its budget,
+    and the seed or the dependency edge that brought it in."""
+    memoria = trace_entries(payload)
+    nodes = memoria.get("nodes") or {}
+    expansion = memoria.get("expansion") or {}
+    budgets = expansion.get("budgets") or {}
+    pulls = expansion.get("pulled_by") or {}
+    seeds = {seed.get("cid"): seed for seed in memoria.get("seeds") or []}
+    found = []
+    for node_id in expansion.get("order") or []:
+        node, pull = nodes.get(node_id, {}), pulls.get(node_id) or {}
+        seed = seeds.get(node_id)
+        source = nodes.get(pull.get("source"), {}) if pull else {}
+        found.append(ExpansionRow(
+            kind=str(node.get("kind", "")), ref=str(node.get("ref", "")), text=str(node.get("text", "")),
+            budget=float(budgets.get(node_id, 0.0)),
+            seed_score=float(seed["score"]) if seed and "score" in seed else None,
+            pulled_by=str(source.get("text", "another memory")) if pull else "",
+            relation=str(pull.get("name", "")).split(":")[0].split("/")[0] if pull else "",
+            weight=float(pull["weight"]) if pull and "weight" in pull else None))
+    return found

@@ -185,7 +185,7 @@ def memoria_after_reply_schedule(*, user_id: int, trace_id, reply: str) -> None:
     elif mode == "celery":
         _enqueue(memoria_rating_task, user_id, str(trace_id), reply)
     else:  # "off" leaves maintenance to the command; a rating has no due flag to find it by later
-        lane.submit(("memoria", str(trace_id)), lambda _pause: _memoria_rate(user_id, trace_id, reply))
+        lane.submit(("importance_rating", str(trace_id)), lambda _pause: _memoria_rate(user_id, trace_id, reply))
 
 
 def _memoria_rate(user_id: int, trace_id, reply: str) -> None:

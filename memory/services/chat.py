@@ -33,7 +33,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from memory.adapters.configured import adapters_state
-from memory.selectors import attached_files, sona_for_user
+from memory.selectors.files import attached_files
+from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
 from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply

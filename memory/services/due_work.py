@@ -3,7 +3,7 @@
 After a crash (kill -9, a lost machine) nothing is left to finish the turns that were under way or
 the maintenance that was due. A server (memoryos_site/asgi.py) starts one background thread that
 runs the due work as it starts and then every MEMORYOS_DUE_WORK_INTERVAL_S: a stopped turn's page
-is completed once it is MEMORYOS_PENDING_TIMEOUT_S old (memory.selectors.stopped_turn_pages), and
+is completed once it is MEMORYOS_PENDING_TIMEOUT_S old (memory.selectors.maintenance.stopped_turn_pages), and
 maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
 lock and re-checks its work), so several server processes may run it side by side. The thread
 only hands each user to where the work after replies runs (memory/services/after_reply.py): the
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
-from memory.selectors import users_with_maintenance_to_do
+from memory.selectors.maintenance import users_with_maintenance_to_do
 from memory.services.after_reply import maintenance_schedule
 from memory.services.maintenance import MaintenanceReport, maintenance_run
 

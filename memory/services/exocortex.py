@@ -4,8 +4,9 @@ Recollections run as maintenance after the reply (memory/services/maintenance.py
 clustering costs 90–500 ms warm at the pool sizes the seed uses (scripts/bench_recollection.py),
 and UMAP compiles its kernels for tens of seconds on the first call in a process. A turn's
 recollections are therefore recalled from the next turn on, by the exocortex policy
-(memory/recall/exocortex.py), like any memory. By default only turns answered by the Exocortex or
-Generative Agents policy are recollected (MEMORYOS_EXOCORTEX_RECOLLECTIONS: "policy"), "always"
+(memory/recall/exocortex.py), like any memory. By default only turns answered by a policy that
+makes recollections (RecallPolicy.makes_recollections: the Exocortex and Generative Agents) are
+recollected (MEMORYOS_EXOCORTEX_RECOLLECTIONS: "policy"), "always"
 recollects every turn, "off" none. Summaries are the offline engine's (dated extracts), or the
 LLM's when one is configured, asked outside any transaction.
 """
@@ -44,6 +45,7 @@ from memory.models import (
     bytes_to_vector,
     vector_to_bytes,
 )
+from memory.recall.base import policies
 from memory.recall.exocortex import RECOLLECTION_KIND, decay_settings_of, oldest_page_time, type_weights
 from memory.services import graph
 from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
@@ -52,7 +54,6 @@ from memory.services.model_tasks import summarise_recollection
 
 log = logging.getLogger(__name__)
 
-RECOLLECTING_POLICIES = (exo.EXOCORTEX, exo.GENERATIVE_AGENTS)
 ANCHORS = 3  # the newest pages whose neighbours are gathered, the prompt's page among them
 SHORT_TERM_MINUTES = (0.5, 7 * 24 * 60.0)  # half a minute to a week
 
@@ -81,6 +82,11 @@ def decay_settings_update(*, user, short_term_minutes: float, long_term_threshol
 
 # ------------------------------------------------------------------ recollections
 
+def recollecting_policies() -> tuple[str, ...]:
+    """The policies whose turns are recollected (RecallPolicy.makes_recollections)."""
+    return tuple(policy.name for policy in policies() if policy.makes_recollections)
+
+
 def recollection_point(row: Recollection, embedding: Sequence[float]) -> VectorPoint:
     return VectorPoint(id=str(row.id), vector=list(embedding), text=row.text,
                        payload={"user_id": str(row.user_id), "kind": RECOLLECTION_KIND,
@@ -97,7 +103,7 @@ def _due_page(user_id: int) -> DialoguePage | None:
     state = UserMemoryState.objects.filter(user_id=user_id).first()
     if page is None or (state is not None and page.seq <= state.recollected_seq):
         return None
-    if mode != "always" and not RetrievalTrace.objects.filter(page=page, policy__in=RECOLLECTING_POLICIES).exists():
+    if mode != "always" and not RetrievalTrace.objects.filter(page=page, policy__in=recollecting_policies()).exists():
         return None
     return page
 

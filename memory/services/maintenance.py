@@ -32,7 +32,7 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
-from memory.selectors import stopped_turn_pages
+from memory.selectors.maintenance import stopped_turn_pages
 from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record

@@ -1,9 +1,10 @@
 """Memoria's writes: sona membership and sona names, the full-text index of pages, and what happens
-after a reply the "memoria" policy recalled for: every recalled memory is rated 1-10 for how much it
-helped (the LLM in one call when configured, else word overlap: memory/engine/memoria_rating.py),
-its importance (beside its graph node, never shown to the model) moves by EWMA, and a memory of
-another sona that entered the prompt and helped (rating at least MEMORIA_USED_RATING) joins the
-current sona ("bubbling up"), recorded as a lifecycle event.
+after a reply the Memoria policy recalled for (the work it asks for: memory/services/after_reply.py):
+every recalled memory is rated 1-10 for how much it helped (the LLM in one call when configured,
+else word overlap: memory/engine/memoria_rating.py), its importance (beside its graph node, never
+shown to the model) moves by EWMA, and a memory of another sona that entered the prompt and helped
+(rating at least MEMORIA_USED_RATING) joins the current sona ("bubbling up"), recorded as a
+lifecycle event.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from memory.models import (
     SonaMembership,
     vector_to_bytes,
 )
-from memory.recall.memoria import memories_of
+from memory.recall.memoria import memories_of, trace_entries
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
 
@@ -92,7 +93,7 @@ def _ratings(user_id: int, texts: list[str], reply: str) -> tuple[list[int], str
 def memoria_after_reply(*, user_id: int, trace_id, reply: str) -> dict[str, int]:
     """Rate, update importance and bubble up for one reply's memoria trace; node id -> rating."""
     trace = RetrievalTrace.objects.select_related("page__sona", "user").filter(id=trace_id, user_id=user_id).first()
-    memoria = (trace.payload.get("memoria") or {}) if trace is not None else {}
+    memoria = trace_entries(trace.payload or {}) if trace is not None else {}
     recalled = memoria.get("expansion", {}).get("order", [])
     if not recalled:
         return {}

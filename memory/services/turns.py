@@ -24,10 +24,11 @@ from memory.engine import offline
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
-from memory.services.after_reply import maintenance_schedule, memoria_after_reply_schedule, replies_under_way
+from memory.services.after_reply import maintenance_schedule, replies_under_way
 from memory.services.events import event_record
 from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
 from memory.services.pages import page_reply_store, page_start
+from memory.services.policy_work import after_reply_work
 from memory.services.recall import (
     Recall,
     policy_choose,
@@ -236,7 +237,8 @@ def _turn_store(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
                      reason=reason[:500], breaker_open=generated.breaker_open)
         trace_record_reply(recall=recall, fallback_reason=reason, breaker_open=generated.breaker_open)
     page_complete(page=page, response=reply, reply_model=generated.model)
-    if recall.policy == "memoria" and recall.trace is not None:  # importance and bubbling up, off the reply path
+    work = after_reply_work(recall.policy)
+    if work and recall.trace is not None:  # what the policy asked for (e.g. importance ratings), off the reply path
         trace_id = recall.trace.id
-        transaction.on_commit(lambda: memoria_after_reply_schedule(user_id=user.pk, trace_id=trace_id, reply=reply))
+        transaction.on_commit(lambda: [run(user_id=user.pk, trace_id=trace_id, reply=reply) for run in work])
     return TurnResult(page=page, reply=reply, recall=recall, prompt=turn.prompt, fallback_reason=reason)

@@ -8,7 +8,9 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from memory.inspector import charts
-from memory.inspector.selectors import EVENT_LABELS, can_edit, handle_of
+from memory.selectors.log import EVENT_LABELS
+from memory.selectors.memories import handle_of
+from memory.web.access import can_edit
 
 register = template.Library()
 

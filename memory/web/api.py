@@ -10,8 +10,9 @@ from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 from ninja import Router
 
-from memory import selectors
-from memory.selectors import memory_stats, sona_named
+from memory.selectors.files import attached_files
+from memory.selectors.sonas import sona_named
+from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
 from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import TurnResult, turn_run
@@ -53,7 +54,7 @@ def turn_out(result: TurnResult) -> dict[str, Any]:
         prompt_tokens=result.prompt.tokens, policy=result.recall.policy,
         recalled=[{"kind": i.kind, "ref": i.ref, "text": i.text, "score": i.score,
                    "breakdown": dict(i.breakdown)} for i in result.prompt.included],
-        files=[file_out(row) for row in selectors.attached_files(user=result.page.user, page_id=result.page.id)],
+        files=[file_out(row) for row in attached_files(user=result.page.user, page_id=result.page.id)],
     ).dict()
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from ninja.errors import HttpError
 from ninja.security import HttpBearer, SessionAuth
 
-from memory.inspector.selectors import EDIT_ANY, INSPECT_ANY
+from memory.selectors.accounts import user_named
 from memory.services.tokens import operator_access_record, token_authenticate
+from memory.web.access import can_edit, can_inspect
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -73,9 +73,9 @@ def caller_of(request, acting_for: str | None = None) -> Caller:
     actor = token.user if token is not None else request.auth
     if not acting_for or acting_for == actor.get_username():
         return Caller(user=actor, actor=actor, token=token)
-    needed = INSPECT_ANY if request.method in READ_METHODS else EDIT_ANY
-    target = get_user_model().objects.filter(username=acting_for).first()
-    if target is None or not actor.has_perm(needed):
+    allowed = can_inspect if request.method in READ_METHODS else can_edit
+    target = user_named(acting_for)
+    if target is None or not allowed(actor, target):
         raise ApiError(404, "not_found", "No such user's memory here.")
     operator_access_record(user=target, actor=actor, method=request.method, path=request.path,
                            token_prefix=token.prefix if token else "")

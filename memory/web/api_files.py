@@ -9,7 +9,7 @@ from ninja import File, Router
 from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
-from memory import selectors
+from memory.selectors.files import attached_files
 from memory.services.files import file_delete, file_of, file_open, file_upload
 from memory.web.api import ERRORS, file_out
 from memory.web.api_auth import ApiError, caller_of
@@ -37,7 +37,7 @@ def upload_file(request, file: File[UploadedFile], user: str | None = None):
 @paginate(Pages)
 def list_files(request, user: str | None = None):
     caller = caller_of(request, user)
-    return [file_out(row) for row in selectors.attached_files(user=caller.user)]
+    return [file_out(row) for row in attached_files(user=caller.user)]
 
 
 @router.get("/files/{cid}", response={200: FileOut, **ERRORS})

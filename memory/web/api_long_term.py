@@ -6,7 +6,7 @@ from typing import Any
 from ninja import Router
 from ninja.pagination import paginate
 
-from memory.selectors import agent_traits, knowledge_base, profile_get, traits_scored
+from memory.selectors.long_term import agent_traits, knowledge_base, profile_get, traits_scored
 from memory.services.long_term import KEEP, profile_update
 from memory.web.api_auth import caller_of
 from memory.web.api_memories import ERRORS

@@ -9,9 +9,11 @@ from django.utils import timezone
 from ninja import Query, Router
 from ninja.pagination import paginate
 
-from memory import selectors
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.recall.base import UnknownPolicyError
+from memory.selectors import memories as memory_reads
+from memory.selectors.log import events
+from memory.selectors.traces import trace_get, traces
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_correct, memory_pin, memory_repress
 from memory.services.recall import recall_for_query
@@ -58,7 +60,7 @@ def memory_out(kind: str, row) -> dict[str, Any]:
 
 
 def _found(user, kind: str, ident: str):
-    row = selectors.memory_one(user=user, kind=kind, ident=ident)
+    row = memory_reads.memory_one(user=user, kind=kind, ident=ident)
     if row is None:
         raise ApiError(404, "not_found", f"No {kind.replace('_', ' ')} {ident} in this memory.")
     return row
@@ -69,7 +71,7 @@ def _found(user, kind: str, ident: str):
 def list_memories(request, kind: Kind = "page", tier: str = "", q: str = Query("", max_length=200),
                   pinned: bool | None = None, repressed: bool | None = None, user: str | None = None):
     caller = caller_of(request, user)
-    rows = selectors.memories(user=caller.user, kind=kind, tier=tier, query=q, pinned=pinned, repressed=repressed)
+    rows = memory_reads.memories(user=caller.user, kind=kind, tier=tier, query=q, pinned=pinned, repressed=repressed)
     return Projected(rows, lambda row: memory_out(kind, row))
 
 
@@ -84,7 +86,7 @@ def search_memories(request, q: str = Query(..., min_length=1, max_length=4000),
 @router.get("/memories/by-cid/{cid}", response={200: MemoryOut, **ERRORS})
 def memory_by_cid(request, cid: str, user: str | None = None):
     caller = caller_of(request, user)
-    found = selectors.memory_by_cid(user=caller.user, cid=cid)
+    found = memory_reads.memory_by_cid(user=caller.user, cid=cid)
     if found is None:
         raise ApiError(404, "not_found", f"No memory with content id {cid} here.")
     return memory_out(*found)
@@ -161,20 +163,20 @@ def _recall(user, payload: RecallIn) -> dict[str, Any]:
 @paginate(Pages)
 def list_events(request, kind: list[str] = Query(None), user: str | None = None):
     caller = caller_of(request, user)
-    return selectors.events(user=caller.user, kinds=kind or None)
+    return events(user=caller.user, kinds=kind or None)
 
 
 @router.get("/traces", response={200: list[TraceOut], **ERRORS})
 @paginate(Pages)
 def list_traces(request, user: str | None = None):
     caller = caller_of(request, user)
-    return Projected(selectors.traces(user=caller.user), lambda trace: _trace_out(trace, with_payload=False))
+    return Projected(traces(user=caller.user), lambda trace: _trace_out(trace, with_payload=False))
 
 
 @router.get("/traces/{trace_id}", response={200: TraceOut, **ERRORS})
 def get_trace(request, trace_id: str, user: str | None = None):
     caller = caller_of(request, user)
-    trace = selectors.trace_one(user=caller.user, trace_id=trace_id)
+    trace = trace_get(user=caller.user, trace_id=trace_id)
     if trace is None:
         raise ApiError(404, "not_found", "No such trace.")
     return _trace_out(trace, with_payload=True)

@@ -8,8 +8,8 @@ from typing import Any
 from ninja import Router
 from ninja.pagination import paginate
 
-from memory import selectors
-from memory.inspector.selectors import node_labels
+from memory.selectors.provenance import node_labels
+from memory.selectors.sonas import sona_counts, sona_memberships, sona_named
 from memory.services.users import sona_create, sona_rename
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of
@@ -26,7 +26,7 @@ def sona_out(sona, memories: int) -> dict[str, Any]:
 
 def sona_or_404(user, name: str):
     """The user's sona by name; a 404 for a name they have none of (a lookup never makes one)."""
-    sona = selectors.sona_named(user=user, name=name)
+    sona = sona_named(user=user, name=name)
     if sona is None:
         raise ApiError(404, "not_found", f"Unknown sona {name.strip()!r}.")
     return sona
@@ -35,7 +35,7 @@ def sona_or_404(user, name: str):
 @router.get("/sonas", response={200: list[SonaOut], **ERRORS})
 def list_sonas(request, user: str | None = None):
     """The user's sonas, oldest first, each with the number of memories that belong to it."""
-    return [sona_out(sona, count) for sona, count in selectors.sona_counts(user=caller_of(request, user).user)]
+    return [sona_out(sona, count) for sona, count in sona_counts(user=caller_of(request, user).user)]
 
 
 @router.post("/sonas", response={200: SonaOut, **ERRORS})
@@ -52,7 +52,7 @@ def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = No
     """Rename a sona; its memories stay with it, and its name is embedded again."""
     caller = caller_of(request, user)
     sona = sona_rename(user=caller.user, sona=sona_or_404(caller.user, name), name=payload.name)
-    return sona_out(sona, selectors.sona_memberships(user=caller.user, sona=sona).count())
+    return sona_out(sona, sona_memberships(user=caller.user, sona=sona).count())
 
 
 @router.get("/sonas/{name}/memories", response={200: list[SonaMemoryOut], **ERRORS})
@@ -60,7 +60,7 @@ def rename_sona(request, name: str, payload: SonaRenameIn, user: str | None = No
 def sona_memories(request, name: str, user: str | None = None):
     """The memories that belong to a sona, newest first, with how each joined it."""
     caller = caller_of(request, user)
-    rows = selectors.sona_memberships(user=caller.user, sona=sona_or_404(caller.user, name))
+    rows = sona_memberships(user=caller.user, sona=sona_or_404(caller.user, name))
     return Projected(rows, convert_page=lambda page: _memories_out(caller.user, page))
 
 

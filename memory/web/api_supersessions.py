@@ -9,7 +9,7 @@ from typing import Any, Literal
 from ninja import Field, Router, Schema
 from ninja.pagination import paginate
 
-from memory.inspector.supersessions import Review, reviews_of, supersession_review, supersession_rows
+from memory.selectors.supersessions import Review, reviews_of, supersession_review, supersession_rows
 from memory.services.supersession import supersession_accept, supersession_reject
 from memory.web.api import ERRORS
 from memory.web.api_auth import ApiError, caller_of

@@ -14,11 +14,13 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory.inspector.selectors import can_edit, can_inspect, memory_for_actions, user_named
+from memory.selectors.accounts import user_named
+from memory.selectors.memories import memory_for_actions
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_correct, memory_pin, memory_repress
 from memory.templatetags.inspector import action_urls
+from memory.web.access import can_edit, can_inspect
 from memory.web.htmx import refused_status
 
 EDITABLE_FIELDS = {"page": ("query", "response"), "segment": ("summary", "keywords"), "fact": ("text",),

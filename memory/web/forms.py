@@ -7,7 +7,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.utils import timezone
 
 from memory.recall.base import default_policy_name, get_policy, policy_names
-from memory.selectors import sona_name_taken
+from memory.selectors.sonas import sona_name_taken
 from memory.services.users import SONA_NAME_MAX_CHARS, SONA_PROFILE_MAX_CHARS
 
 

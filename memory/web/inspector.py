@@ -8,6 +8,7 @@ builders, render; a view returns its partial when htmx asks for one.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -17,18 +18,21 @@ from django.views.decorators.http import require_GET
 from memory.config import memory_params
 from memory.engine.traits import CATEGORIES
 from memory.inspector import charts
-from memory.inspector import selectors as inspect
 from memory.recall.base import UnknownPolicyError, get_policy, policy_names
 from memory.recall.pipeline import gather
-from memory.selectors import trace_timings
+from memory.selectors import decay, log, long_term, stats, tiers
+from memory.selectors import provenance as provenances
+from memory.selectors.accounts import user_named
+from memory.selectors.traces import policy_section, trace_get, trace_timings, traces
+from memory.web.access import can_inspect, switchable_users
 
 SECTIONS = (("overview", "Overview"), ("stm", "Short-term"), ("mtm", "Mid-term"), ("lpm", "Long-term"),
             ("recalls", "Recalls"), ("events", "Lifecycle"), ("replay", "Replay"), ("supersessions", "Changes"))
 
 
 def _target(request, username: str):
-    target = inspect.user_named(username)
-    if target is None or not inspect.can_inspect(request.user, target):
+    target = user_named(username)
+    if target is None or not can_inspect(request.user, target):
         raise Http404("No memory to show here.")
     return target
 
@@ -38,7 +42,7 @@ def _render(request, template: str, target, section: str, context: dict, partial
         return render(request, f"{template}#{partial}", {"target": target, **context})
     return render(request, template, {
         "target": target, "section": section, "sections": SECTIONS,
-        "switchable": inspect.switchable_users(request.user), **context})
+        "switchable": switchable_users(request.user), **context})
 
 
 def _int(value, default: int) -> int:
@@ -46,6 +50,14 @@ def _int(value, default: int) -> int:
         return int(value)
     except (TypeError, ValueError):
         return default
+
+
+SEGMENTS_PER_PAGE, TRACES_PER_PAGE, EVENTS_PER_PAGE = 25, 20, 50
+
+
+def _page(rows, request, *, per_page: int):
+    """The page of `rows` the request's `page` asks for (the last for one past it, the first for junk)."""
+    return Paginator(rows, per_page).get_page(_int(request.GET.get("page"), 1))
 
 
 @login_required
@@ -68,17 +80,17 @@ def inspector_switch(request):
 @require_GET
 def overview(request, username):
     target = _target(request, username)
-    data = inspect.overview(user=target)
+    data = stats.overview(user=target)
     return _render(request, "inspector/overview.html", target, "overview",
                    {"o": data, "tiers_figure": charts.tiers_figure(data.counts),
-                    "decay": inspect.exocortex_curves(user=target)})
+                    "decay": decay.exocortex_curves(user=target)})
 
 
 @login_required
 @require_GET
 def stm(request, username):
     target = _target(request, username)
-    return _render(request, "inspector/stm.html", target, "stm", {"slots": inspect.stm_slots(user=target)})
+    return _render(request, "inspector/stm.html", target, "stm", {"slots": tiers.stm_slots(user=target)})
 
 
 @login_required
@@ -89,13 +101,14 @@ def mtm(request, username):
     sort = request.GET.get("sort", "heat")
     descending = request.GET.get("dir", "desc") != "asc"
     status = request.GET.get("status", "active")
-    table = inspect.segment_table(user=target, sort=sort, descending=descending, status=status,
-                                  query=request.GET.get("q", "").strip(), page=_int(request.GET.get("page"), 1))
+    rows = tiers.segments_sorted(user=target, sort=sort, descending=descending, status=status,
+                                 query=request.GET.get("q", "").strip())
+    table = _page(rows, request, per_page=SEGMENTS_PER_PAGE)
     context = {"table": table, "sort": sort, "descending": descending, "status": status,
                "q": request.GET.get("q", ""), "params": memory_params()}
     if request.htmx and request.GET.get("part") == "table":
         return _render(request, "inspector/mtm.html", target, "mtm", context, partial="segment-table")
-    context["heat_figure"], context["membership_figure"] = inspect.mtm_figures(user=target)
+    context["heat_figure"], context["membership_figure"] = tiers.mtm_figures(user=target)
     return _render(request, "inspector/mtm.html", target, "mtm", context)
 
 
@@ -103,10 +116,10 @@ def mtm(request, username):
 @require_GET
 def segment(request, username, segment_id):
     target = _target(request, username)
-    detail = inspect.segment_detail(user=target, segment_id=segment_id)
+    detail = tiers.segment_detail(user=target, segment_id=segment_id)
     if detail is None:
         raise Http404("No such segment.")
-    figure = inspect.segment_heat_figure(user=target, segment_id=str(segment_id), label=detail.row.label)
+    figure = tiers.segment_heat_figure(user=target, segment_id=str(segment_id), label=detail.row.label)
     return _render(request, "inspector/segment.html", target, "mtm", {"d": detail, "heat_figure": figure})
 
 
@@ -114,7 +127,7 @@ def segment(request, username, segment_id):
 @require_GET
 def lpm(request, username):
     target = _target(request, username)
-    data = inspect.long_term(user=target)
+    data = long_term.long_term(user=target)
     bars = [charts.TraitBar(key=t.key, name=t.name, category=t.category, score=t.score,
                             url=reverse("inspector_trait", args=[target.get_username(), t.key]))
             for t in data.traits]
@@ -127,7 +140,7 @@ def lpm(request, username):
 @require_GET
 def trait(request, username, key):
     target = _target(request, username)
-    evidence = inspect.trait_evidence(user=target, key=key)
+    evidence = long_term.trait_evidence(user=target, key=key)
     if evidence is None:
         raise Http404("No such trait dimension.")
     return _render(request, "inspector/trait.html", target, "lpm", {"e": evidence})
@@ -156,7 +169,7 @@ def _node_url(username: str, node, trait_key: str | None) -> str:
 @require_GET
 def provenance(request, username, kind, ident):
     target = _target(request, username)
-    found = inspect.provenance(user=target, kind=kind, ident=ident)
+    found = provenances.provenance(user=target, kind=kind, ident=ident)
     if found is None:
         raise Http404("No such memory in the graph.")
     name = target.get_username()
@@ -190,7 +203,7 @@ def recalls(request, username):
             search = gather(user=target, query=query[:2000], policy=policy or None, now=timezone.now())
         except UnknownPolicyError as exc:
             error = str(exc)
-    context = {"traces": inspect.traces_page(user=target, page=_int(request.GET.get("page"), 1)), "q": query,
+    context = {"traces": _page(traces(user=target), request, per_page=TRACES_PER_PAGE), "q": query,
                "search": search, "error": error, "policy": policy,
                "policies": [(name, get_policy(name).title) for name in policy_names()]}
     return _render(request, "inspector/recalls.html", target, "recalls", context,
@@ -201,13 +214,12 @@ def recalls(request, username):
 @require_GET
 def trace(request, username, trace_id):
     target = _target(request, username)
-    found = inspect.trace_get(user=target, trace_id=trace_id)
+    found = trace_get(user=target, trace_id=trace_id)
     if found is None:
         raise Http404("No such trace.")
-    return _render(request, "inspector/trace.html", target, "recalls", {"t": found, "p": found.payload or {},
-                                                                   "timings": trace_timings(found.payload or {}),
-                                                                   "expansion": inspect.memoria_expansion(
-                                                                       found.payload or {})})
+    return _render(request, "inspector/trace.html", target, "recalls",
+                   {"t": found, "p": found.payload or {}, "timings": trace_timings(found.payload or {}),
+                    "policy_section": policy_section(trace=found)})
 
 
 @login_required
@@ -215,11 +227,11 @@ def trace(request, username, trace_id):
 def events(request, username):
     target = _target(request, username)
     group = request.GET.get("group", "")
-    kinds = list(inspect.EVENT_GROUPS.get(group, ())) or request.GET.getlist("kind")
-    page = inspect.events_page(user=target, kinds=kinds, query=request.GET.get("q", "").strip(),
-                               page=_int(request.GET.get("page"), 1))
+    kinds = list(log.EVENT_GROUPS.get(group, ())) or request.GET.getlist("kind")
+    page = _page(log.events(user=target, kinds=kinds, query=request.GET.get("q", "").strip()), request,
+                 per_page=EVENTS_PER_PAGE)
     return _render(request, "inspector/events.html", target, "events",
-                   {"events": page, "group": group, "groups": inspect.EVENT_GROUPS, "q": request.GET.get("q", "")},
+                   {"events": page, "group": group, "groups": log.EVENT_GROUPS, "q": request.GET.get("q", "")},
                    partial="event-list" if request.GET.get("part") == "list" else None)
 
 
@@ -228,8 +240,8 @@ def events(request, username):
 def replay(request, username):
     """The tiers rebuilt from the log at any event; htmx asks for `part=state` at each step."""
     target = _target(request, username)
-    total = len(inspect.replay_of(user=target))
+    total = len(log.replay_of(user=target))
     step = max(0, min(_int(request.GET.get("step"), total), total))
-    view = inspect.replay_view(user=target, step=step)
+    view = log.replay_view(user=target, step=step)
     return _render(request, "inspector/replay.html", target, "replay", {"r": view},
                    partial="replay-state" if request.GET.get("part") == "state" else None)

@@ -23,9 +23,10 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from memory import selectors
 from memory.engine.ipld import Link, NodeError, node_decode
 from memory.recall.base import UnknownPolicyError
+from memory.selectors.memories import memory_by_cid, memory_node_by_cid
+from memory.selectors.sonas import sona_named
 from memory.services.common import MemoryInputError
 from memory.services.files import file_open
 from memory.services.recall import recall_for_query
@@ -58,7 +59,7 @@ def _ipld_json(value: Any) -> Any:
 
 def _known_sona(user, name: str):
     """The sona a recall names: a recall changes nothing, so an unknown one is refused, not made."""
-    found = selectors.sona_named(user=user, name=name)
+    found = sona_named(user=user, name=name)
     if found is None:
         raise MemoryInputError(f"Unknown sona {name.strip()!r}: recall changes nothing, so it makes no sona "
                                "(add_memory with this sona, or the chat, makes one).")
@@ -86,14 +87,14 @@ def _add(user, text: str, sona: str, dependencies: dict[str, Any] | None) -> dic
 
 
 def _get(user, cid: str) -> dict[str, Any]:
-    node = selectors.memory_node_by_cid(user=user, cid=cid)
+    node = memory_node_by_cid(user=user, cid=cid)
     if node is None or not node.block:
         raise ToolError(f"No memory with content id {cid} here.")
     try:
         decoded = node_decode(bytes(node.block))
     except NodeError as error:  # a stored block is ours; this would be a bug worth seeing
         raise ToolError(f"The stored node of {cid} cannot be read: {error}") from None
-    found = selectors.memory_by_cid(user=user, cid=node.cid)
+    found = memory_by_cid(user=user, cid=node.cid)
     out: dict[str, Any] = {
         "cid": node.cid, "kind": node.kind,
         "node": {"kind": decoded.kind, "timestamp": decoded.timestamp, "data": _ipld_json(decoded.data),

@@ -6,7 +6,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory.selectors import decay_settings_initial, profile_initial
+from memory.selectors.decay import decay_settings_initial
+from memory.selectors.long_term import profile_initial
 from memory.services.long_term import profile_update
 from memory.web.forms import DecaySettingsForm, ProfileForm
 

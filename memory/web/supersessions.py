@@ -12,10 +12,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from memory.inspector.selectors import can_edit, can_inspect, switchable_users, user_named
-from memory.inspector.supersessions import STATUSES, supersession_counts, supersession_reviews
+from memory.selectors.accounts import user_named
+from memory.selectors.supersessions import STATUSES, supersession_counts, supersession_reviews
 from memory.services.common import MemoryInputError
 from memory.services.supersession import supersession_accept, supersession_reject
+from memory.web.access import can_edit, can_inspect, switchable_users
 from memory.web.inspector import SECTIONS
 
 

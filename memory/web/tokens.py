@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
-from memory.selectors import api_tokens
+from memory.selectors.accounts import api_tokens
 from memory.services.common import MemoryInputError
 from memory.services.tokens import token_create, token_revoke
 from memory.web.htmx import refused_status

@@ -13,15 +13,11 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memory.selectors import (
-    chat_history,
-    memory_stats,
-    profile_exists,
-    profile_initial,
-    sona_for_user,
-    sona_list,
-    turn_recall,
-)
+from memory.selectors.chat import chat_history
+from memory.selectors.long_term import profile_exists, profile_initial
+from memory.selectors.recall_panel import turn_recall
+from memory.selectors.sonas import sona_for_user, sona_list
+from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
 from memory.services.exocortex import decay_settings_update
 from memory.services.users import sona_get_or_create, sona_rename

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from memory.formats.locomo import load_conversations
-from memory.selectors import memory_stats
+from memory.selectors.stats import memory_stats
 from memory.services.importing import conversation_import
 from memory.services.long_term import profile_update
 from memory.services.users import sona_get_or_create, user_ensure

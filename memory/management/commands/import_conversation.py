@@ -12,7 +12,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.formats.locomo import LocomoFormatError, load_conversations
-from memory.selectors import memory_stats
+from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
 from memory.services.importing import conversation_import, conversations_validate
 from memory.services.users import user_get

@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.selectors import memory_stats
+from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
 from memory.services.users import user_get
 

@@ -11,8 +11,8 @@ from django.test import Client
 from django.utils import timezone
 
 from memory.engine import exocortex as exo
-from memory.inspector.selectors import exocortex_curves
 from memory.models import DialoguePage
+from memory.selectors.decay import exocortex_curves
 from memory.services.exocortex import decay_settings_update
 from memory.services.pages import page_start
 from tests.memory.inspector.test_charts import values

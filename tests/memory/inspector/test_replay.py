@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memory.formats.locomo import load_conversations
-from memory.inspector.selectors import event_log, event_log_forget_cache, replay_of
 from memory.models import DialoguePage, LifecycleEvent, Segment, Tier
+from memory.selectors.log import event_log, event_log_forget_cache, replay_of
 from memory.services.importing import conversation_import
 from memory.services.recall import recall_for_query
 from persona.models import AgentTrait, KnowledgeFact, UserTrait

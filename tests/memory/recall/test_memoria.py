@@ -222,7 +222,7 @@ def test_importance_moves_by_ewma_after_each_reply_and_a_used_memory_bubbles_up(
     # importance is never shown to the model
     assert "importance" not in result.prompt.messages[0].content.lower()
     # the reply's recall panel shows Memoria's terms for each memory it used
-    from memory.selectors import turn_recall
+    from memory.selectors.recall_panel import turn_recall
 
     panel = dict(turn_recall(user=user, page_id=result.page.id).sections)
     shown = next(row for row in panel["Earlier conversations (Memoria, causal order)"] if row.ref == str(starter.id))
@@ -300,7 +300,7 @@ def test_a_bad_rating_answer_falls_back_to_overlap_and_says_so(make_user, memory
 
 
 def test_a_sona_lists_its_memories_and_no_one_elses(make_user, memory_env):
-    from memory.selectors import sona_memories
+    from memory.selectors.sonas import sona_memories
 
     tune(memory_env, MAINTENANCE_MODE="off")
     user, other = make_user("me"), make_user("other")

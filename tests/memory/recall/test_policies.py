@@ -18,7 +18,7 @@ from memory.recall.base import (
     register_policy,
     unregister_policy,
 )
-from memory.selectors import trace_timings
+from memory.selectors.traces import trace_timings
 from memory.services.common import MemoryInputError
 from memory.services.turns import turn_run
 from memory.services.users import sona_get_or_create

@@ -14,7 +14,7 @@ from multiformats import CID, multihash
 from memory.engine.content_ids import content_id
 from memory.engine.ipld import node_decode, node_verify
 from memory.models import MemoryAlias, MemoryEdge, MemoryNode
-from memory.selectors import memory_by_cid
+from memory.selectors.memories import memory_by_cid
 from memory.services import graph
 from memory.services.common import MemoryInputError
 from memory.services.pages import page_start

@@ -11,7 +11,7 @@ import pytest
 import memory.formats
 from memory.formats.locomo import Conversation, load_conversations
 from memory.models import DialoguePage, PageStatus, Segment
-from memory.selectors import memory_stats
+from memory.selectors.stats import memory_stats
 from memory.services.importing import conversation_import
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
 

@@ -10,7 +10,7 @@ import pytest
 
 from memory.adapters import configured
 from memory.models import LifecycleEvent, Recollection, RetrievalTrace
-from memory.selectors import GONE, turn_recall
+from memory.selectors.recall_panel import GONE, turn_recall
 from memory.services.deletion import user_forget
 from memory.services.portable import memory_export, memory_import
 from memory.services.recall import recall_for_query

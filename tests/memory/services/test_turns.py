@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, PageStatus, RetrievalTrace, Tier
-from memory.selectors import memory_stats, turn_recall
+from memory.selectors.recall_panel import turn_recall
+from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
 from memory.services.pages import page_start
 from memory.services.turns import turn_run

@@ -1,0 +1,2 @@
+"""Reads of memory, by what they read (docs/ARCHITECTURE.md: selectors). Reads only: no module here
+writes, and none imports the services or the edges."""
