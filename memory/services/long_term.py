@@ -211,25 +211,70 @@ class _Keep(enum.Enum):
 KEEP = _Keep.KEEP  # profile_update's birth year when the call leaves it as it is
 
 
+PROFILE_HISTORY_MAX = 200  # past values kept per profile; the oldest beyond it go, and the event says so
+
+
 def profile_update(*, user, name: str | None = None, gender: str | None = None,
-                   birth_year: int | None | _Keep = KEEP) -> UserProfile:
+                   birth_year: int | None | _Keep = KEEP, extra: dict[str, str] | None = None,
+                   at: datetime | None = None) -> UserProfile:
     """The static profile; only the fields given change. A name or gender of "" clears it, and
     so does a birth year of None (the form's empty field): a birth year, once given, can be
-    taken back."""
+    taken back. `extra` sets free fields by key ("" removes one).
+
+    Profile fields carry validity: a value that changes (or is cleared) is kept in the profile's
+    history with when it became true and when it stopped (`at`, the memory's time: now unless
+    given), and the lifecycle event names it. Recall shows the current values only."""
     if isinstance(birth_year, int) and not 1900 <= birth_year <= timezone.now().year:
         raise MemoryInputError(f"Birth year {birth_year} is out of range.")
+    extra = dict(extra or {})
+    for key, value in extra.items():
+        if not isinstance(key, str) or not key.strip() or not isinstance(value, str):
+            raise MemoryInputError("Extra profile fields are non-empty names with text values.")
+    when = (at or timezone.now()).isoformat()
     with transaction.atomic():
         profile, _ = UserProfile.objects.select_for_update().get_or_create(user=user)
-        changed = []
-        for attr, value in (("name", name), ("gender", gender)):
-            if value is not None:
-                setattr(profile, attr, value.strip())
-                changed.append(attr)
+        new_values: dict[str, object] = {attr: value.strip() for attr, value in (("name", name), ("gender", gender))
+                                         if value is not None}
         if birth_year is not KEEP:
-            profile.birth_year = birth_year
-            changed.append("birth_year")
+            new_values["birth_year"] = birth_year
+        extras = dict(profile.extra)
+        for key, value in extra.items():
+            new_values[f"extra.{key.strip()}"] = value.strip()
+        ended: list[dict] = []
+        changed: list[str] = []
+        for attr, value in new_values.items():
+            key = attr.removeprefix("extra.")
+            before = extras.get(key, "") if attr.startswith("extra.") else getattr(profile, attr)
+            if (before or None) == (value or None):
+                continue
+            changed.append(attr)
+            if before not in ("", None):
+                ended.append({"field": attr, "value": before, "valid_from": profile.since.get(attr),
+                              "valid_until": when})
+            if value in ("", None):
+                profile.since.pop(attr, None)
+            else:
+                profile.since[attr] = when
+            if attr.startswith("extra."):
+                if value:
+                    extras[key] = value
+                else:
+                    extras.pop(key, None)
+            else:
+                setattr(profile, attr, value)
         if changed:
-            profile.save(update_fields=changed + ["updated_at"])
-            event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile",
-                         fields=changed, values={attr: getattr(profile, attr) for attr in changed})
+            profile.extra = extras
+            history = list(profile.history) + ended
+            forgotten = max(0, len(history) - PROFILE_HISTORY_MAX)
+            profile.history = history[forgotten:]
+            profile.save()
+            event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile", at=at,
+                         fields=changed, values={attr: _profile_value(profile, attr) for attr in changed},
+                         superseded=ended, history_dropped=forgotten)
     return profile
+
+
+def _profile_value(profile: UserProfile, attr: str):
+    if attr.startswith("extra."):
+        return profile.extra.get(attr.removeprefix("extra."), "")
+    return getattr(profile, attr)
