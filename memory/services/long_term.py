@@ -154,7 +154,8 @@ def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...
     if not trait.pinned:  # an operator fixed the score: evidence is kept, the score is theirs
         trait.score = update_trait_score(old, weight)
     trait.evidence = ([{"page_id": str(page.id), "matched": list(matched), "weight": round(weight, 4),
-                        "source_ids": list(page.source_ids), "text": page.query[:200]}]
+                        "source_ids": list(page.source_ids), "text": page.query[:200],
+                        "at": page.timestamp.isoformat() if page.timestamp else None}]
                       + list(trait.evidence))[:MAX_EVIDENCE]
     trait.save(update_fields=["score", "evidence", "updated_at"])
     # One node per (dimension, page) piece of evidence.
