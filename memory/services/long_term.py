@@ -180,11 +180,23 @@ def _trim_fifo(user_id: int, at: datetime) -> list[str]:
         doomed = fifo_overflow([str(i) for i, _ in rows], capacity=capacity,
                                pinned={str(i) for i, pinned in rows if pinned})
         if doomed:
+            # What a dropped entry was, and while it held: a superseded fact's history (its text,
+            # its period, what ended it) lives on in the event, not only in the row that goes.
+            kept = {str(row["id"]): row for row in model.objects.filter(id__in=doomed).values(
+                "id", "text", "valid_from", "valid_until", "superseded_by")}
             model.objects.filter(id__in=doomed).delete()
             for row_id in doomed:
-                event_record(user_id=user_id, kind=kind, subject_id=row_id, at=at)
+                row = kept.get(row_id, {})
+                history = ({"text": row["text"], "valid_from": _iso(row["valid_from"]),
+                            "valid_until": _iso(row["valid_until"]), "superseded_by": str(row["superseded_by"])}
+                           if row.get("valid_until") is not None else {})
+                event_record(user_id=user_id, kind=kind, subject_id=row_id, at=at, **history)
             dropped += doomed
     return dropped
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 LPM_POINT_KINDS = {KnowledgeFact: "kb", AgentTrait: "agent_trait"}

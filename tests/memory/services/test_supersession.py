@@ -172,6 +172,21 @@ def test_a_pinned_traits_score_stays_when_its_evidence_is_superseded(make_user):
     assert trait.score == 0.9 and trait.evidence[0]["superseded"] is True
 
 
+def test_the_fifo_keeps_a_dropped_superseded_facts_history_in_its_event(make_user, settings):
+    from memory.services.long_term import _trim_fifo
+
+    settings.MEMORYOS = {**settings.MEMORYOS, "KB_CAPACITY": 1}
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+
+    assert _trim_fifo(user.pk, JUNE) == [str(leeds.pk)]
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.FACT_DROPPED)
+    assert event.payload == {"text": "User lives in Leeds", "valid_from": MARCH.isoformat(),
+                             "valid_until": JUNE.isoformat(), "superseded_by": str(york.pk)}
+
+
 def test_editing_corrects_the_newer_fact_then_supersedes(make_user):
     user = make_user()
     stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
