@@ -178,12 +178,16 @@ def _unsupersede(user_id: int, old: KnowledgeFact, new: KnowledgeFact) -> None:
 
 # ------------------------------------------------------------------ trait evidence with validity
 
-def superseded_pages(user_id: int) -> set[str]:
+def superseded_pages(user_id: int, *, deleting: Collection[str] = ()) -> set[str]:
     """The turns whose statements no longer hold: sources of superseded facts that no current
-    fact was also drawn from."""
+    fact was also drawn from. Facts being `deleting` end nothing (what they superseded is
+    current again)."""
+    deleting = {str(i) for i in deleting}
     ended, current = set(), set()
-    for pages, until in KnowledgeFact.objects.filter(user_id=user_id).values_list("source_page_ids", "valid_until"):
-        (ended if until is not None else current).update(str(p) for p in pages or ())
+    rows = KnowledgeFact.objects.filter(user_id=user_id).values_list("pk", "source_page_ids", "superseded_by")
+    for pk, pages, by in rows:
+        if str(pk) not in deleting:
+            (ended if by is not None and str(by) not in deleting else current).update(str(p) for p in pages or ())
     return ended - current
 
 
@@ -201,12 +205,15 @@ def traits_rescore(*, user_id: int, pages: Collection[str], at: datetime | None)
     if not affected:
         return []
     ended = superseded_pages(user_id)
+    cited = {payload.get("page_id") for _, payload in updates} - {None}
+    alive = {str(pk) for pk in DialoguePage.objects.filter(user_id=user_id, pk__in=cited).values_list("pk", flat=True)}
+    uncounted = ended | (cited - alive)  # a deleted turn's evidence is gone too
     until = at.isoformat() if at is not None else None
     rescored = []
     for trait in UserTrait.objects.select_for_update().filter(user_id=user_id, key__in=affected):
         score = 0.0
         for key, payload in updates:
-            if key == trait.key and payload.get("page_id") not in ended:
+            if key == trait.key and payload.get("page_id") not in uncounted:
                 score = update_trait_score(score, float(payload.get("weight", 0.0)))
         evidence = []
         for entry in trait.evidence:
@@ -311,7 +318,10 @@ def supersessions_forget_facts(*, user, fact_ids: Collection[str], scrubbed: str
     ids = [str(i) for i in fact_ids]
     if not ids:
         return
-    KnowledgeFact.objects.filter(user=user, superseded_by__in=ids).update(valid_until=None, superseded_by=None)
+    current_again = KnowledgeFact.objects.filter(user=user, superseded_by__in=ids)
+    pages = {str(p) for row in current_again.values_list("source_page_ids", flat=True) for p in row or ()}
+    current_again.update(valid_until=None, superseded_by=None)
+    traits_rescore(user_id=user.pk, pages=pages, at=None)  # their turns' trait evidence counts again
     events = LifecycleEvent.objects.filter(user=user, kind__in=SUPERSESSION_EVENTS).filter(
         Q(payload__old_fact_id__in=ids) | Q(payload__new_fact_id__in=ids))
     for event in events:

@@ -320,3 +320,29 @@ def test_deleting_the_newer_fact_makes_the_older_current_and_scrubs_its_words(ma
     assert not Supersession.objects.filter(user=user).exists()
     event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.FACT_SUPERSEDED)
     assert "York" not in str(event.payload) and event.payload["new_text"] == "[deleted]"
+
+
+def test_deletion_rescores_traits_without_superseded_evidence(make_user):
+    from memory.services.deletion import memory_delete
+
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    tea = stated(user, "I love green tea.", "User loves green tea", MARCH)
+    walks = stated(user, "I walk by the river.", "User walks by the river", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    for fact, weight in ((leeds, 1.0), (tea, 0.5), (walks, 0.5)):
+        evidence(user, fact, "openness", weight, MARCH)
+    supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    trait = UserTrait.objects.get(user=user, key="openness")
+    assert trait.score == pytest.approx(1 - 0.85 * 0.85)  # the two 0.5 turns
+
+    # deleting the tea turn: the replay keeps the Leeds turn out, as the supersession did
+    memory_delete(user=user, kind="page", ident=tea.source_page_ids[0], actor=user, reason="no tea")
+    trait.refresh_from_db()
+    assert trait.score == pytest.approx(0.15)
+
+    # deleting the newer fact: Leeds is current again and its turn counts again
+    memory_delete(user=user, kind="fact", ident=str(york.pk), actor=user, reason="forget York")
+    trait.refresh_from_db()
+    assert trait.score == pytest.approx(1 - 0.7 * 0.85)
+    assert not any("superseded" in e for e in trait.evidence)
