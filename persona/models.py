@@ -18,6 +18,11 @@ class UserProfile(models.Model):
     birth_year = models.PositiveIntegerField(null=True, blank=True)
     extra = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Validity: when each current value became true ({field: ISO time}; an extra field is
+    # "extra.<key>"), and the values it replaced, each with its period ([{"field", "value",
+    # "valid_from", "valid_until"}], oldest first). A changed value is kept, never overwritten.
+    since = models.JSONField(default=dict, blank=True)
+    history = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"profile of {self.user_id}"

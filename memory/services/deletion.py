@@ -46,7 +46,7 @@ from memory.services.events import event_record
 from memory.services.files import blobs_release_on_commit, page_files_delete
 from memory.services.memoria import fulltext_pages_delete, fulltext_user_delete
 from memory.services.segments import SUMMARY_PAGES, segment_rederive
-from memory.services.supersession import supersessions_forget_facts
+from memory.services.supersession import superseded_pages, supersessions_forget_facts
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 SCRUBBED = "[deleted]"
@@ -128,7 +128,8 @@ def _plan(user, kind: str, ident: str) -> _Plan:
                          if isinstance(e, KnowledgeFact)]
     radius.agent_traits_kept = [{"id": str(e.pk), "text": e.text, "sources": s} for e, s in kept
                                 if isinstance(e, AgentTrait)]
-    traits_removed, rescored = _trait_changes(user, gone, row if kind == "trait" else None)
+    traits_removed, rescored = _trait_changes(user, gone, row if kind == "trait" else None,
+                                              {str(e.pk) for e in removed if isinstance(e, KnowledgeFact)})
     radius.traits_removed = [{"key": t.key, "name": TRAITS_BY_KEY[t.key].name, "before": round(t.score, 4)}
                              for t in traits_removed]
     radius.traits_rescored = [{"key": t.key, "name": TRAITS_BY_KEY[t.key].name, "before": round(t.score, 4),
@@ -173,14 +174,16 @@ def _sources(user, key: str, entry) -> set[str]:
     return set(entry.source_page_ids) | set(linked)
 
 
-def _trait_changes(user, gone: set[str], deleted: UserTrait | None):
-    """Traits that lose all their evidence (removed) or some of it (scored again from what is left)."""
+def _trait_changes(user, gone: set[str], deleted: UserTrait | None, facts_gone: set[str]):
+    """Traits that lose all their evidence (removed) or some of it (scored again from what is left;
+    evidence from turns whose facts were superseded does not count, as in supersession)."""
     removed: list[UserTrait] = [deleted] if deleted is not None else []
     rescored: list[tuple[UserTrait, float, list[dict]]] = []
     if not gone:
         return removed, rescored
     updates = list(LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.TRAIT_UPDATED).order_by("id"))
     affected = {e.subject_id for e in updates if e.payload.get("page_id") in gone}
+    ended = superseded_pages(user.pk, deleting=facts_gone) if affected else set()
     for trait in UserTrait.objects.filter(user=user, key__in=affected).exclude(pk=getattr(deleted, "pk", None)):
         left = [e for e in updates if e.subject_id == trait.key and e.payload.get("page_id") not in gone]
         evidence = [e for e in trait.evidence if e.get("page_id") not in gone]
@@ -189,7 +192,8 @@ def _trait_changes(user, gone: set[str], deleted: UserTrait | None):
             continue
         score = 0.0
         for event in left:
-            score = update_trait_score(score, _weight(event.payload))
+            if event.payload.get("page_id") not in ended:
+                score = update_trait_score(score, _weight(event.payload))
         if trait.pinned or any(e.get("operator") for e in evidence):
             score = trait.score  # an operator's score stands; only the evidence changes
         rescored.append((trait, score, evidence))

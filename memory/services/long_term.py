@@ -154,7 +154,8 @@ def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...
     if not trait.pinned:  # an operator fixed the score: evidence is kept, the score is theirs
         trait.score = update_trait_score(old, weight)
     trait.evidence = ([{"page_id": str(page.id), "matched": list(matched), "weight": round(weight, 4),
-                        "source_ids": list(page.source_ids), "text": page.query[:200]}]
+                        "source_ids": list(page.source_ids), "text": page.query[:200],
+                        "at": page.timestamp.isoformat() if page.timestamp else None}]
                       + list(trait.evidence))[:MAX_EVIDENCE]
     trait.save(update_fields=["score", "evidence", "updated_at"])
     # One node per (dimension, page) piece of evidence.
@@ -179,11 +180,23 @@ def _trim_fifo(user_id: int, at: datetime) -> list[str]:
         doomed = fifo_overflow([str(i) for i, _ in rows], capacity=capacity,
                                pinned={str(i) for i, pinned in rows if pinned})
         if doomed:
+            # What a dropped entry was, and while it held: a superseded fact's history (its text,
+            # its period, what ended it) lives on in the event, not only in the row that goes.
+            kept = {str(row["id"]): row for row in model.objects.filter(id__in=doomed).values(
+                "id", "text", "valid_from", "valid_until", "superseded_by")}
             model.objects.filter(id__in=doomed).delete()
             for row_id in doomed:
-                event_record(user_id=user_id, kind=kind, subject_id=row_id, at=at)
+                row = kept.get(row_id, {})
+                history = ({"text": row["text"], "valid_from": _iso(row["valid_from"]),
+                            "valid_until": _iso(row["valid_until"]), "superseded_by": str(row["superseded_by"])}
+                           if row.get("valid_until") is not None else {})
+                event_record(user_id=user_id, kind=kind, subject_id=row_id, at=at, **history)
             dropped += doomed
     return dropped
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 LPM_POINT_KINDS = {KnowledgeFact: "kb", AgentTrait: "agent_trait"}
@@ -211,25 +224,70 @@ class _Keep(enum.Enum):
 KEEP = _Keep.KEEP  # profile_update's birth year when the call leaves it as it is
 
 
+PROFILE_HISTORY_MAX = 200  # past values kept per profile; the oldest beyond it go, and the event says so
+
+
 def profile_update(*, user, name: str | None = None, gender: str | None = None,
-                   birth_year: int | None | _Keep = KEEP) -> UserProfile:
+                   birth_year: int | None | _Keep = KEEP, extra: dict[str, str] | None = None,
+                   at: datetime | None = None) -> UserProfile:
     """The static profile; only the fields given change. A name or gender of "" clears it, and
     so does a birth year of None (the form's empty field): a birth year, once given, can be
-    taken back."""
+    taken back. `extra` sets free fields by key ("" removes one).
+
+    Profile fields carry validity: a value that changes (or is cleared) is kept in the profile's
+    history with when it became true and when it stopped (`at`, the memory's time: now unless
+    given), and the lifecycle event names it. Recall shows the current values only."""
     if isinstance(birth_year, int) and not 1900 <= birth_year <= timezone.now().year:
         raise MemoryInputError(f"Birth year {birth_year} is out of range.")
+    extra = dict(extra or {})
+    for key, value in extra.items():
+        if not isinstance(key, str) or not key.strip() or not isinstance(value, str):
+            raise MemoryInputError("Extra profile fields are non-empty names with text values.")
+    when = (at or timezone.now()).isoformat()
     with transaction.atomic():
         profile, _ = UserProfile.objects.select_for_update().get_or_create(user=user)
-        changed = []
-        for attr, value in (("name", name), ("gender", gender)):
-            if value is not None:
-                setattr(profile, attr, value.strip())
-                changed.append(attr)
+        new_values: dict[str, object] = {attr: value.strip() for attr, value in (("name", name), ("gender", gender))
+                                         if value is not None}
         if birth_year is not KEEP:
-            profile.birth_year = birth_year
-            changed.append("birth_year")
+            new_values["birth_year"] = birth_year
+        extras = dict(profile.extra)
+        for key, value in extra.items():
+            new_values[f"extra.{key.strip()}"] = value.strip()
+        ended: list[dict] = []
+        changed: list[str] = []
+        for attr, value in new_values.items():
+            key = attr.removeprefix("extra.")
+            before = extras.get(key, "") if attr.startswith("extra.") else getattr(profile, attr)
+            if (before or None) == (value or None):
+                continue
+            changed.append(attr)
+            if before not in ("", None):
+                ended.append({"field": attr, "value": before, "valid_from": profile.since.get(attr),
+                              "valid_until": when})
+            if value in ("", None):
+                profile.since.pop(attr, None)
+            else:
+                profile.since[attr] = when
+            if attr.startswith("extra."):
+                if value:
+                    extras[key] = value
+                else:
+                    extras.pop(key, None)
+            else:
+                setattr(profile, attr, value)
         if changed:
-            profile.save(update_fields=changed + ["updated_at"])
-            event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile",
-                         fields=changed, values={attr: getattr(profile, attr) for attr in changed})
+            profile.extra = extras
+            history = list(profile.history) + ended
+            forgotten = max(0, len(history) - PROFILE_HISTORY_MAX)
+            profile.history = history[forgotten:]
+            profile.save()
+            event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="profile", at=at,
+                         fields=changed, values={attr: _profile_value(profile, attr) for attr in changed},
+                         superseded=ended, history_dropped=forgotten)
     return profile
+
+
+def _profile_value(profile: UserProfile, attr: str):
+    if attr.startswith("extra."):
+        return profile.extra.get(attr.removeprefix("extra."), "")
+    return getattr(profile, attr)

@@ -28,13 +28,14 @@ from django.utils import timezone
 
 from memory.adapters import configured
 from memory.engine.supersession import Decision, Memory, Verdict, statement_of, supersession_candidates
+from memory.engine.traits import TRAITS_BY_KEY, update_trait_score
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound, lock_user_state
 from memory.services.editing import actor_name, memory_correct, reason_clean
 from memory.services.events import event_record
 from memory.services.model_tasks import confirm_supersession
-from persona.models import KnowledgeFact, Supersession
+from persona.models import KnowledgeFact, Supersession, UserTrait
 
 log = logging.getLogger(__name__)
 # Candidates looked at per new fact: a statement rarely changes more than one slot.
@@ -154,12 +155,14 @@ def _decide(user_id: int, planned: Planned, *, at: datetime | None) -> Supersess
 
 
 def _supersede(user_id: int, old: KnowledgeFact, new: KnowledgeFact, *, until: datetime | None) -> None:
-    """The old fact ends where the new one begins; the new fact's node `supersedes` the old's."""
+    """The old fact ends where the new one begins; the new fact's node `supersedes` the old's, and
+    trait evidence from the old fact's turns stops counting."""
     old.valid_until = until or new.valid_from or timezone.now()
     old.superseded_by = new.pk
     old.save(update_fields=["valid_until", "superseded_by"])
     graph.edge_link(user_id=user_id, source=new, source_kind=MemoryNode.Kind.FACT, target=old,
                     target_kind=MemoryNode.Kind.FACT, relation="supersedes")
+    traits_rescore(user_id=user_id, pages={str(p) for p in old.source_page_ids or ()}, at=old.valid_until)
 
 
 def _unsupersede(user_id: int, old: KnowledgeFact, new: KnowledgeFact) -> None:
@@ -170,6 +173,68 @@ def _unsupersede(user_id: int, old: KnowledgeFact, new: KnowledgeFact) -> None:
     target = MemoryNode.objects.filter(user_id=user_id, kind=MemoryNode.Kind.FACT, object_id=str(old.pk)).first()
     if source is not None and target is not None:
         graph.edge_drop(user_id=user_id, source=source, target=target, relation="supersedes")
+    traits_rescore(user_id=user_id, pages={str(p) for p in old.source_page_ids or ()}, at=None)
+
+
+# ------------------------------------------------------------------ trait evidence with validity
+
+def superseded_pages(user_id: int, *, deleting: Collection[str] = ()) -> set[str]:
+    """The turns whose statements no longer hold: sources of superseded facts that no current
+    fact was also drawn from. Facts being `deleting` end nothing (what they superseded is
+    current again)."""
+    deleting = {str(i) for i in deleting}
+    ended, current = set(), set()
+    rows = KnowledgeFact.objects.filter(user_id=user_id).values_list("pk", "source_page_ids", "superseded_by")
+    for pk, pages, by in rows:
+        if str(pk) not in deleting:
+            (ended if by is not None and str(by) not in deleting else current).update(str(p) for p in pages or ())
+    return ended - current
+
+
+def traits_rescore(*, user_id: int, pages: Collection[str], at: datetime | None) -> list[UserTrait]:
+    """The traits with evidence from `pages`, scored again from their updates (the lifecycle's
+    trait_updated events, replayed from 0 in order) leaving out evidence from superseded turns.
+    Each evidence entry says whether it still counts (`superseded`, with the fact's end). A
+    pinned trait, or one an operator scored, keeps its score; only the evidence marks change."""
+    pages = {str(p) for p in pages}
+    if not pages:
+        return []
+    updates = list(LifecycleEvent.objects.filter(user_id=user_id, kind=LifecycleEvent.Kind.TRAIT_UPDATED)
+                   .order_by("occurred_at", "id").values_list("subject_id", "payload"))
+    affected = {key for key, payload in updates if payload.get("page_id") in pages}
+    if not affected:
+        return []
+    ended = superseded_pages(user_id)
+    cited = {payload.get("page_id") for _, payload in updates} - {None}
+    alive = {str(pk) for pk in DialoguePage.objects.filter(user_id=user_id, pk__in=cited).values_list("pk", flat=True)}
+    uncounted = ended | (cited - alive)  # a deleted turn's evidence is gone too
+    until = at.isoformat() if at is not None else None
+    rescored = []
+    for trait in UserTrait.objects.select_for_update().filter(user_id=user_id, key__in=affected):
+        score = 0.0
+        for key, payload in updates:
+            if key == trait.key and payload.get("page_id") not in uncounted:
+                score = update_trait_score(score, float(payload.get("weight", 0.0)))
+        evidence = []
+        for entry in trait.evidence:
+            page = entry.get("page_id")
+            kept = {k: v for k, v in entry.items() if k not in ("superseded", "valid_until")}
+            if page in ended:
+                kept.update(superseded=True, valid_until=until if page in pages else entry.get("valid_until"))
+            evidence.append(kept)
+        before = trait.score
+        if not trait.pinned and not any(e.get("operator") for e in evidence):
+            trait.score = score
+        trait.evidence = evidence
+        trait.save(update_fields=["score", "evidence", "updated_at"])
+        # weight 0: a replay of the trait's updates (deletion's) reads this one as no evidence
+        event_record(user_id=user_id, kind=LifecycleEvent.Kind.TRAIT_UPDATED, subject_id=trait.key, at=at,
+                     name=TRAITS_BY_KEY[trait.key].name if trait.key in TRAITS_BY_KEY else trait.key,
+                     before=round(before, 4), after=round(trait.score, 4), weight=0.0, rescored=True,
+                     reason="evidence from a superseded fact left out" if at is not None
+                     else "evidence from a fact current again counted")
+        rescored.append(trait)
+    return rescored
 
 
 # ------------------------------------------------------------------ the review queue
@@ -253,7 +318,10 @@ def supersessions_forget_facts(*, user, fact_ids: Collection[str], scrubbed: str
     ids = [str(i) for i in fact_ids]
     if not ids:
         return
-    KnowledgeFact.objects.filter(user=user, superseded_by__in=ids).update(valid_until=None, superseded_by=None)
+    current_again = KnowledgeFact.objects.filter(user=user, superseded_by__in=ids)
+    pages = {str(p) for row in current_again.values_list("source_page_ids", flat=True) for p in row or ()}
+    current_again.update(valid_until=None, superseded_by=None)
+    traits_rescore(user_id=user.pk, pages=pages, at=None)  # their turns' trait evidence counts again
     events = LifecycleEvent.objects.filter(user=user, kind__in=SUPERSESSION_EVENTS).filter(
         Q(payload__old_fact_id__in=ids) | Q(payload__new_fact_id__in=ids))
     for event in events:

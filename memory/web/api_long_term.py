@@ -18,7 +18,7 @@ router = Router(tags=["long-term memory"])
 
 def _profile(profile) -> dict[str, Any]:
     return {"name": profile.name, "gender": profile.gender, "birth_year": profile.birth_year,
-            "extra": dict(profile.extra)}
+            "extra": dict(profile.extra), "since": dict(profile.since), "history": list(profile.history)}
 
 
 def _entry(row) -> dict[str, Any]:

@@ -217,6 +217,8 @@ class ProfileOut(Schema):
     gender: str
     birth_year: int | None
     extra: dict
+    since: dict  # when each current value became true (ISO times)
+    history: list[dict]  # the values it replaced, each with valid_from and valid_until
 
 
 class ProfileIn(Schema):

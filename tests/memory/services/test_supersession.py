@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.adapters import configured
-from memory.models import LifecycleEvent, MemoryAlias, MemoryEdge, MemoryNode
+from memory.models import DialoguePage, LifecycleEvent, MemoryAlias, MemoryEdge, MemoryNode
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.services.pages import page_start
 from memory.services.supersession import supersession_accept, supersession_detect, supersession_reject
 from memory.services.turns import page_complete
-from persona.models import KnowledgeFact, Supersession
+from persona.models import KnowledgeFact, Supersession, UserTrait
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 MARCH = datetime(2025, 3, 14, 10, 0, tzinfo=UTC)
@@ -118,6 +118,73 @@ def test_rejecting_a_decided_supersession_makes_both_current_again(make_user):
     assert KnowledgeFact.objects.get(pk=york.pk).cid != cid_with_edge
     event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.SUPERSESSION_REJECTED)
     assert (event.payload["before"], event.payload["after"]) == ("superseded", "rejected")
+
+
+def evidence(user, fact: KnowledgeFact, key: str, weight: float, at: datetime) -> None:
+    """Trait evidence from the turn `fact` was stated in, written the promotion's way."""
+    from memory.services.long_term import _trait_update
+
+    page = DialoguePage.objects.get(pk=fact.source_page_ids[0])
+    node = graph.node_of(user_id=user.pk, obj=page, kind=MemoryNode.Kind.PAGE)
+    _trait_update(user.pk, key, weight, ("word",), page, node, at)
+
+
+def test_evidence_from_a_superseded_fact_stops_counting_and_counts_again_when_rejected(make_user):
+    user, other = make_user(), make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    tea = stated(user, "I love green tea.", "User loves green tea", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    evidence(user, leeds, "openness", 1.0, MARCH)
+    evidence(user, tea, "openness", 0.5, MARCH)
+    their = stated(other, "I live in Leeds.", "User lives in Leeds", MARCH)
+    evidence(other, their, "openness", 1.0, MARCH)
+    trait = UserTrait.objects.get(user=user, key="openness")
+    # 1 − (1 − 0.3·1.0)(1 − 0.3·0.5) = 1 − 0.7·0.85
+    assert trait.score == pytest.approx(0.405)
+    assert [e["at"] for e in trait.evidence] == [MARCH.isoformat(), MARCH.isoformat()]
+
+    [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+
+    trait.refresh_from_db()
+    assert trait.score == pytest.approx(0.15)  # only the tea turn's 0.3·0.5 is left
+    by_page = {e["page_id"]: e for e in trait.evidence}
+    assert by_page[leeds.source_page_ids[0]]["superseded"] is True
+    assert by_page[leeds.source_page_ids[0]]["valid_until"] == JUNE.isoformat()
+    assert "superseded" not in by_page[tea.source_page_ids[0]]
+    event = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.TRAIT_UPDATED).latest("id")
+    assert (event.payload["before"], event.payload["after"], event.payload["weight"]) == (0.405, 0.15, 0.0)
+    assert UserTrait.objects.get(user=other, key="openness").score == pytest.approx(0.3)  # theirs is theirs
+
+    supersession_reject(user=user, ident=str(row.pk), actor=user)
+    trait.refresh_from_db()
+    assert trait.score == pytest.approx(0.405)
+    assert not any("superseded" in e for e in trait.evidence)
+
+
+def test_a_pinned_traits_score_stays_when_its_evidence_is_superseded(make_user):
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    evidence(user, leeds, "openness", 1.0, MARCH)
+    UserTrait.objects.filter(user=user, key="openness").update(pinned=True, score=0.9)
+    supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    trait = UserTrait.objects.get(user=user, key="openness")
+    assert trait.score == 0.9 and trait.evidence[0]["superseded"] is True
+
+
+def test_the_fifo_keeps_a_dropped_superseded_facts_history_in_its_event(make_user, settings):
+    from memory.services.long_term import _trim_fifo
+
+    settings.MEMORYOS = {**settings.MEMORYOS, "KB_CAPACITY": 1}
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+
+    assert _trim_fifo(user.pk, JUNE) == [str(leeds.pk)]
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.FACT_DROPPED)
+    assert event.payload == {"text": "User lives in Leeds", "valid_from": MARCH.isoformat(),
+                             "valid_until": JUNE.isoformat(), "superseded_by": str(york.pk)}
 
 
 def test_editing_corrects_the_newer_fact_then_supersedes(make_user):
@@ -253,3 +320,29 @@ def test_deleting_the_newer_fact_makes_the_older_current_and_scrubs_its_words(ma
     assert not Supersession.objects.filter(user=user).exists()
     event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.FACT_SUPERSEDED)
     assert "York" not in str(event.payload) and event.payload["new_text"] == "[deleted]"
+
+
+def test_deletion_rescores_traits_without_superseded_evidence(make_user):
+    from memory.services.deletion import memory_delete
+
+    user = make_user()
+    leeds = stated(user, "I live in Leeds.", "User lives in Leeds", MARCH)
+    tea = stated(user, "I love green tea.", "User loves green tea", MARCH)
+    walks = stated(user, "I walk by the river.", "User walks by the river", MARCH)
+    york = stated(user, "We moved to York now.", "User lives in York", JUNE)
+    for fact, weight in ((leeds, 1.0), (tea, 0.5), (walks, 0.5)):
+        evidence(user, fact, "openness", weight, MARCH)
+    supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
+    trait = UserTrait.objects.get(user=user, key="openness")
+    assert trait.score == pytest.approx(1 - 0.85 * 0.85)  # the two 0.5 turns
+
+    # deleting the tea turn: the replay keeps the Leeds turn out, as the supersession did
+    memory_delete(user=user, kind="page", ident=tea.source_page_ids[0], actor=user, reason="no tea")
+    trait.refresh_from_db()
+    assert trait.score == pytest.approx(0.15)
+
+    # deleting the newer fact: Leeds is current again and its turn counts again
+    memory_delete(user=user, kind="fact", ident=str(york.pk), actor=user, reason="forget York")
+    trait.refresh_from_db()
+    assert trait.score == pytest.approx(1 - 0.7 * 0.85)
+    assert not any("superseded" in e for e in trait.evidence)

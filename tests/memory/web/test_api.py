@@ -160,6 +160,10 @@ def test_recall_changes_nothing_unless_asked_and_lists_are_paginated(client, ana
     put = client.put("/api/long-term/profile", json.dumps({"name": "Ana", "birth_year": 1990}),
                      content_type="application/json", **auth).json()
     assert put["name"] == "Ana" and put["birth_year"] == 1990
+    renamed = client.put("/api/long-term/profile", json.dumps({"name": "Anna"}), content_type="application/json",
+                         **auth).json()
+    assert renamed["name"] == "Anna" and [(h["field"], h["value"]) for h in renamed["history"]] == [("name", "Ana")]
+    assert renamed["history"][0]["valid_until"] == renamed["since"]["name"]
     bad = client.put("/api/long-term/profile", json.dumps({"birth_year": 1200}),
                      content_type="application/json", **auth)
     assert bad.status_code == 400 and "out of range" in bad.json()["message"]
