@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 
 
-class PersonaConfig(AppConfig):
+class LongTermMemoryConfig(AppConfig):
     """Long-term memory's models (profile, knowledge base, traits, agent traits). The package keeps its
     historical name and app label `persona` because its tables are named after it; its services live in
     memory/services/long_term.py, its pages and routes in memory/web. It imports nothing of the project."""

@@ -12,7 +12,7 @@ class UserProfile(models.Model):
     """Static attributes (the paper's user profile)."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
-                                related_name="persona_profile")
+                                related_name="long_term_profile")
     name = models.CharField(max_length=120, blank=True, default="")
     gender = models.CharField(max_length=40, blank=True, default="")
     birth_year = models.PositiveIntegerField(null=True, blank=True)

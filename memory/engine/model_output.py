@@ -43,7 +43,7 @@ class SegmentSummary:
 
 
 @dataclass(frozen=True)
-class PersonaExtraction:
+class LongTermExtraction:
     facts: tuple[str, ...]
     agent_traits: tuple[str, ...]
     traits: tuple[tuple[str, str], ...]  # (key, evidence)
@@ -71,7 +71,7 @@ def validate_recollection(value: Any) -> str:
     return " ".join(value["summary"].split())[:700]
 
 
-def validate_persona(value: Any) -> PersonaExtraction:
+def validate_long_term(value: Any) -> LongTermExtraction:
     if not isinstance(value, dict):
         raise ValueError("expected a JSON object")
     traits = value.get("traits", [])
@@ -82,7 +82,7 @@ def validate_persona(value: Any) -> PersonaExtraction:
         if not isinstance(entry, dict) or entry.get("key") not in TRAITS_BY_KEY:
             raise ValueError(f"unknown trait entry {entry!r}; keys must come from the list")
         pairs.append((entry["key"], str(entry.get("evidence", ""))[:200]))
-    return PersonaExtraction(facts=_strings(value.get("facts", []), "facts"),
+    return LongTermExtraction(facts=_strings(value.get("facts", []), "facts"),
                              agent_traits=_strings(value.get("agent_traits", []), "agent_traits"),
                              traits=tuple(pairs[:MAX_ITEMS]))
 

@@ -5,7 +5,7 @@ centroid of the texts, persona facts and agent traits by first-person patterns, 
 grounded only in the recalled items (DESIGN.md, "The offline engine"). Pure, deterministic and
 fast: every imported turn goes through these functions, so nothing here may load a model.
 
-Tokens and stems live in `text`, persona patterns in `persona_patterns`, replies in `replies`;
+Tokens and stems live in `text`, persona patterns in `long_term_patterns`, replies in `replies`;
 their public names are re-exported here.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from .persona_patterns import extract_agent_traits, extract_user_facts
+from .long_term_patterns import extract_agent_traits, extract_user_facts
 from .replies import compose_reply
 from .text import Term, content_terms, normalise_words, sentence_terms, split_sentences, stem
 

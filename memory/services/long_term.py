@@ -23,7 +23,7 @@ from memory.models import DialoguePage, LifecycleEvent, MemoryNode, Segment
 from memory.services import graph
 from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
 from memory.services.events import event_record
-from memory.services.model_tasks import extract_persona
+from memory.services.model_tasks import extract_long_term
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def _llm_extraction(user_id: int, pages: Sequence[DialoguePage]) -> Extraction |
     """The LLM's extraction when one is configured and answers well; None otherwise."""
     if configured.chat_model() is None or not pages:
         return None
-    result = extract_persona(user_id=user_id, texts=[f"User: {p.query}\nAssistant: {p.response}" for p in pages])
+    result = extract_long_term(user_id=user_id, texts=[f"User: {p.query}\nAssistant: {p.response}" for p in pages])
     if result is None:
         return None
     return Extraction(

@@ -17,10 +17,10 @@ from memory.engine.model_output import (
     PERSONA_PROMPT,
     RECOLLECTION_PROMPT,
     SUMMARY_PROMPT,
-    PersonaExtraction,
+    LongTermExtraction,
     SegmentSummary,
     pages_text,
-    validate_persona,
+    validate_long_term,
     validate_recollection,
     validate_summary,
 )
@@ -57,9 +57,9 @@ def summarise_recollection(*, user_id: int, prompt: str, memories: Sequence[str]
                 validate_recollection)
 
 
-def extract_persona(*, user_id: int, texts: Sequence[str]) -> PersonaExtraction | None:
+def extract_long_term(*, user_id: int, texts: Sequence[str]) -> LongTermExtraction | None:
     system = PERSONA_PROMPT + ", ".join(sorted(TRAITS_BY_KEY))
-    return _ask(user_id, "persona_extraction", system, texts, validate_persona)
+    return _ask(user_id, "long_term_extraction", system, texts, validate_long_term)
 
 
 def confirm_supersession(*, user_id: int, old: str, statement: str) -> Confirmation | None:

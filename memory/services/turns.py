@@ -72,7 +72,7 @@ class TurnResult:
 
 def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None,
                    files: Sequence[AttachedFile] = ()) -> str:
-    profile = getattr(user, "persona_profile", None)
+    profile = getattr(user, "long_term_profile", None)
     name = profile.name if profile and profile.name else None
     # The user's utterances are indexed under their profile name, else their username
     # (memory/services/utterances.py): those are the words the reply cites as "you told me".

@@ -59,7 +59,7 @@ def page_utterances(page: DialoguePage) -> list[dict]:
     """
     if page.utterances:
         return page.utterances
-    user_name = getattr(getattr(page.user, "persona_profile", None), "name", "") or page.user.get_username()
+    user_name = getattr(getattr(page.user, "long_term_profile", None), "name", "") or page.user.get_username()
     said = [{"id": "", "speaker": user_name, "text": page.query}]
     if page.attachment_text:  # the files came with the user's message: theirs to have said
         said.append({"id": "", "speaker": user_name,

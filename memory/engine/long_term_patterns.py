@@ -1,4 +1,4 @@
-"""Persona patterns: facts from the user's first-person statements, traits from the assistant's.
+"""Long-term memory patterns: facts from the user's first-person statements, traits from the assistant's.
 
 Part of the offline engine (DESIGN.md, "The offline engine"): "I love hiking" becomes "User loves
 hiking", "You should try yoga" becomes "Assistant suggested the user try yoga". Pure and
