@@ -17,6 +17,7 @@ from memory.services.after_reply import RepliesUnderWay, lane, replies_under_way
 from memory.services.maintenance import maintenance_run
 from memory.services.turns import turn_finish, turn_prepare, turn_reply, turn_run
 from tests.conftest import redis_available
+from tests.waiting import eventually
 
 MESSAGES = ("I adopted a puppy named Max last week.", "Max the puppy chewed my shoes again.",
             "My quarterly tax filing is due on Friday.", "I bought a violin for my lessons.")
@@ -216,15 +217,6 @@ def celery_queue(memory_env):
         conn.default_channel.queue_delete(queue)
 
 
-def _eventually(condition, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def _settled(*users) -> bool:
     return not UserMemoryState.objects.filter(user__in=users, maintenance_due=True).exists()
 
@@ -233,7 +225,7 @@ def test_a_celery_worker_does_the_due_maintenance_with_the_inline_end_state(cele
     queued, inline = make_user("queued"), make_user("inline")
     with celery_queue():
         store_turns(queued)
-        assert _eventually(lambda: _settled(queued))
+        assert eventually(lambda: _settled(queued), timeout=60.0)
     tune(memory_env, MAINTENANCE_MODE="sync")
     store_turns(inline)
 
@@ -248,7 +240,7 @@ def test_work_queued_while_no_worker_runs_is_done_when_one_starts(celery_queue, 
     assert not DialoguePage.objects.filter(user=user, tier=Tier.MTM).exists()
 
     with celery_queue():
-        assert _eventually(lambda: _settled(user))
+        assert eventually(lambda: _settled(user), timeout=60.0)
     assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == 2
 
 
@@ -265,7 +257,7 @@ def test_an_interrupted_task_is_picked_up_again(celery_queue, monkeypatch, make_
     monkeypatch.setattr(maintenance, "page_move_to_mtm", dies_once)
     with celery_queue():
         store_turns(user, MESSAGES[:2])
-        assert _eventually(lambda: _settled(user))
+        assert eventually(lambda: _settled(user), timeout=60.0)
 
     assert calls[0] == calls[1]  # the same page, moved by the retried task
     assert [p.tier for p in DialoguePage.objects.filter(user=user).order_by("seq")] == [Tier.MTM, Tier.STM]
@@ -282,7 +274,7 @@ def test_a_task_lost_with_its_worker_is_queued_again_by_due_work(celery_queue, m
 
     assert due_work.due_work_dispatch() == 1  # what every web server does as it starts and then and again
     with celery_queue():
-        assert _eventually(lambda: _settled(user))
+        assert eventually(lambda: _settled(user), timeout=60.0)
     assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == 1
 
 
@@ -300,7 +292,7 @@ def test_a_users_task_touches_only_that_users_memory(celery_queue, memory_env, m
     tune(memory_env, MAINTENANCE_MODE="celery")
     with celery_queue():
         store_turns(ana, MESSAGES[:3])
-        assert _eventually(lambda: _settled(ana))
+        assert eventually(lambda: _settled(ana), timeout=60.0)
 
     assert memory_shape(ben) == bens_memory
     assert memory_shape(ben)["due"]

@@ -14,6 +14,7 @@ import pytest
 from memory.models import DialoguePage, PageStatus, UserMemoryState
 from memory.services.due_work import due_work_run, due_work_start_in_background, due_work_stop
 from tests.conftest import stopped_mid_turn
+from tests.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -80,15 +81,6 @@ def due_work_thread():
     due_work_stop(timeout=30)
 
 
-def _eventually(condition, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_the_background_run_keeps_resuming_turns_that_stop_later(memory_env, make_user, due_work_thread):
     user = make_user("later")
     page = stopped_mid_turn(user, "I moved to Porto last spring.", minutes_ago=5)  # not stopped for long yet
@@ -99,7 +91,7 @@ def test_the_background_run_keeps_resuming_turns_that_stop_later(memory_env, mak
     assert DialoguePage.objects.get(id=page.id).status == PageStatus.PENDING  # it may still be running
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "PENDING_TIMEOUT_S": 60.0}
 
-    assert _eventually(lambda: DialoguePage.objects.get(id=page.id).status == PageStatus.COMPLETE)
+    assert eventually(lambda: DialoguePage.objects.get(id=page.id).status == PageStatus.COMPLETE)
     assert DialoguePage.objects.get(id=page.id).interrupted
 
 
