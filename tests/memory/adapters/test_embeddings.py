@@ -90,12 +90,45 @@ MIXED_TEXTS = [
 
 def test_a_batch_matches_one_by_one(minilm: MiniLMEmbedder) -> None:
     # One text goes through the compiled single-text encoder (ONNX Runtime by default), a batch
-    # through the eager float32 model: the same vectors.
+    # through the same encoder in chunks padded to their longest text: the same vectors.
     batch = minilm.embed(MIXED_TEXTS)
     single = [minilm.embed([text])[0] for text in MIXED_TEXTS]
 
     for together, alone in zip(batch, single, strict=True):
         assert alone == pytest.approx(together, abs=1e-5)
+
+
+def test_onnx_batches_equal_the_eager_model_in_any_order(minilm: MiniLMEmbedder) -> None:
+    from memory.adapters import embeddings
+
+    loaded = embeddings.minilm_loaded("cpu")
+    assert isinstance(loaded.single, embeddings.OnnxEncoder)
+    texts = MIXED_TEXTS * 6  # 36 texts: three chunks, each padded to its own longest text
+    eager = loaded.model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+
+    onnx = minilm.embed(texts)
+    reversed_onnx = minilm.embed(texts[::-1])[::-1]
+
+    assert len(texts) > 2 * embeddings.BATCH_CHUNK
+    for ours, reference, other in zip(onnx, eager.tolist(), reversed_onnx, strict=True):
+        assert ours == pytest.approx(reference, abs=1e-5)
+        assert other == pytest.approx(ours, abs=1e-5)
+
+
+def test_without_the_onnx_encoder_batches_run_on_the_eager_model(minilm: MiniLMEmbedder,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory.adapters import embeddings
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("embed_many must not run without the ONNX encoder")
+
+    monkeypatch.setattr(embeddings, "embed_many", refuse)
+    monkeypatch.setattr(embeddings, "minilm_loaded",
+                        lambda device: embeddings.LoadedModel(model=embeddings._load_minilm(device).model,
+                                                              lock=threading.Lock(), single=None))
+    vectors = minilm.embed(["The weather is lovely today.", "It's so sunny outside!"])
+
+    assert dot(*vectors) == pytest.approx(0.6660, abs=5e-4)
 
 
 def single_text_encoder(precision: str, monkeypatch: pytest.MonkeyPatch):
