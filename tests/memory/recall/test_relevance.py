@@ -39,6 +39,16 @@ def test_a_page_is_as_relevant_as_its_best_turn():
     assert found.page_scores() == {1: 2.0, 2: -1.0}
 
 
+def test_a_page_s_score_leaves_out_what_turn_pairs_lent_its_lines():
+    # the answer (1, 1) rose from 0.5 to 2.5 by its question's lift: its page still scores by the
+    # question's 2.0; page 2's line keeps its own -1.0 (nothing lent)
+    found = relevance_of([2.0, 2.5, -1.0], [TurnFact(1, 0, "Ana"), TurnFact(1, 1, "Ben"), TurnFact(2, 0, "Ana")])
+    found.answer = np.array([0.0, 2.0, 0.0])
+    assert found.page_scores() == {1: 2.0, 2: -1.0}
+    found.answer = None
+    assert found.page_scores() == {1: 2.5, 2: -1.0}
+
+
 def test_ranked_spreads_over_days_only_when_asked_and_penalised():
     # two turns of one day (3.0, 2.8), one of another (2.5): the second day's turn costs nothing
     facts = [TurnFact(1, 0, "Ana", 10 * DAY), TurnFact(1, 1, "Ben", 10 * DAY + 60), TurnFact(2, 0, "Ana", 11 * DAY)]
