@@ -131,6 +131,8 @@ ABLATIONS: dict[str, tuple[str, Callable[[], Any], Callable[[str], bool] | None]
                        lambda: _core_params(previous_weight=0.0, next_weight=0.0), CORE),
     "core-meaning": ("the relevance core without smoothing by meaning (nearest turns in embedding space)",
                      lambda: _core_params(meaning_weight=0.0), CORE),
+    "core-pair": ("the relevance core without turn pairs (a question among the best lending its answer)",
+                  lambda: _core_params(pair_weight=0.0), CORE),
     "core+diversity": ("the relevance core with diversity across sessions (penalty 1.0)",
                        lambda: _core_params(session_penalty=1.0), CORE),
     "memoryos-segments": ("MemoryOS without its first stage: pages from every segment",

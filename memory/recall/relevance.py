@@ -4,8 +4,10 @@ Every utterance is indexed on its own (memory/services/utterances.py). A query's
 hits are put on one scale (z-scores), re-scored with a pseudo-relevance-feedback query, joined by
 a second hop (a keyword search for the names and events the first hits share beyond the query),
 smoothed along the conversation, and boosted for the participant the query names and for turns
-said in the period the question names (memory/engine/hybrid_scoring.py, time_window.py); last,
-each of the best turns gains a share of the scores of its nearest turns in meaning among them.
+said in the period the question names (memory/engine/hybrid_scoring.py, time_window.py); then a
+question among the best turns lends its answer (the next turn, another participant's) a share of
+its score; last, each of the best turns gains a share of the scores of its nearest turns in
+meaning among them.
 
 The policies differ in what they add to relevance, never in what matches: the hybrid policy ranks
 these turns directly (with diversity across sessions), the MemoryOS policy ranks segments by
@@ -48,6 +50,7 @@ class TurnRelevance:
     bridge: list[str] = field(default_factory=list)
     params: scoring.HybridParams = field(default_factory=lambda: PARAMS)
     meaning: np.ndarray | None = None  # what smoothing by meaning added to `final` (None: not run)
+    answer: np.ndarray | None = None  # what turn pairs added to `final` (None: not run)
 
     @property
     def seq(self) -> np.ndarray:
@@ -66,9 +69,13 @@ class TurnRelevance:
         return scoring.diverse_first(self.final, seq, pos, day, limit, penalty=self.params.session_penalty).tolist()
 
     def page_scores(self) -> dict[int, float]:
-        """Page seq -> the best final score among its turns (a page is as relevant as its best line)."""
+        """Page seq -> the best final score among its turns (a page is as relevant as its best line),
+        leaving out what turn pairs lent: the lift puts an answer over other lines, and a page that
+        holds the question already scores by it. (Counted for pages, the lift took MemoryOS's
+        multi-hop R@10 on the development file from 0.409 to 0.381; without it 0.402.)"""
         best: dict[int, float] = {}
-        for key, score in zip(self.keys, self.final.tolist(), strict=True):
+        final = self.final if self.answer is None else self.final - self.answer
+        for key, score in zip(self.keys, final.tolist(), strict=True):
             seq = self.facts[key].seq
             if score > best.get(seq, -np.inf):
                 best[seq] = score
@@ -87,6 +94,7 @@ class TurnRelevance:
         key = self.keys[index]
         parts = {name: round(value, 4) for name, value in scoring.part_dict(self.parts, index).items()}
         parts["meaning"] = round(float(self.meaning[index]), 4) if self.meaning is not None else 0.0
+        parts["answer"] = round(float(self.answer[index]), 4) if self.answer is not None else 0.0
         parts["final"] = round(float(self.final[index]), 4)
         parts["cosine"] = round(self.dense.get(key, 0.0), 4)
         parts["bm25"] = round(self.sparse.get(key, 0.0), 4)
@@ -154,6 +162,8 @@ def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tier
                                   ids=[key for key in {**feedback, **(hop or {})} if key not in facts]))
     result = _score(facts, dense, sparse, feedback, hop, named, window, params, learned)
     result.bridge = bridge
+    if params.pair_weight > 0 and params.pair_questions > 0:
+        _lift_answers(user, result)
     if params.meaning_weight > 0:
         _smooth_by_meaning(index, user_id, result)
     return result
@@ -174,6 +184,30 @@ def _smooth_by_meaning(index, user_id: str, found: TurnRelevance) -> None:
     found.meaning[pool] = scoring.meaning_lift(found.final[pool], matrix, weight=params.meaning_weight,
                                                neighbours=params.meaning_neighbours)
     found.final = found.final + found.meaning
+
+
+def _lift_answers(user, found: TurnRelevance) -> None:
+    """Turn pairs: each of the best `pair_questions` turns that asks something lends its answer
+    (the next turn, said by another participant, when it is a candidate) a share of its content
+    score (scoring.answer_lift). Reads the asking turns' pages in one query."""
+    params = found.params
+    top = scoring.best_first(found.final, found.seq, found.pos, params.pair_questions).tolist()
+    seqs = sorted({found.facts[found.keys[i]].seq for i in top})
+    pages = {page.seq: page.utterances or [] for page in rows.rows(
+        DialoguePage, ("seq", "utterances"), equal={"user": user.pk, "repressed": False}, among={"seq": seqs})}
+    at = {(fact.seq, fact.pos): i for i, fact in ((i, found.facts[key]) for i, key in enumerate(found.keys))}
+    pairs = []
+    for i in top:
+        fact = found.facts[found.keys[i]]
+        said = pages.get(fact.seq, [])
+        if fact.pos >= len(said) or not scoring.asks(said[fact.pos].get("text", "")):
+            continue
+        answer = at.get(scoring.next_turn(fact.seq, fact.pos, len(said)))
+        if answer is not None and found.facts[found.keys[answer]].speaker != fact.speaker:
+            pairs.append((i, answer))
+    content = found.parts[:, :scoring.CONTENT_COLUMNS].sum(axis=1)
+    found.answer = scoring.answer_lift(content, pairs, weight=params.pair_weight)
+    found.final = found.final + found.answer
 
 
 def _long_term_pages(user, facts: Sequence[RecalledItem], params: scoring.HybridParams) -> dict[int, float]:

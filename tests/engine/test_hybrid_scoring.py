@@ -9,6 +9,8 @@ import pytest
 from memory.engine.hybrid_scoring import (
     PART_NAMES,
     HybridParams,
+    answer_lift,
+    asks,
     best_first,
     bridge_terms,
     diverse_first,
@@ -17,6 +19,7 @@ from memory.engine.hybrid_scoring import (
     fused_parts,
     meaning_lift,
     named_speakers,
+    next_turn,
     part_dict,
     z_array,
 )
@@ -251,3 +254,29 @@ def test_meaning_lift_puts_back_the_blas_thread_count_it_lowered():
     after = [(pool["filepath"], pool["num_threads"]) for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert lift.tolist() == pytest.approx([0.5, 1.0, 0.5])
     assert after == before
+
+
+# ------------------------------------------------------------------ turn pairs
+
+def test_a_turn_asks_when_it_holds_a_question_mark():
+    assert asks("Nice! What are your dogs called?")
+    assert not asks("Max and Daisy.")
+    assert not asks("")
+
+
+def test_the_next_turn_is_the_next_in_its_page_else_the_first_of_the_next_page():
+    assert next_turn(4, 0, 2) == (4, 1)
+    assert next_turn(4, 1, 2) == (5, 0)
+    assert next_turn(4, 0, 1) == (5, 0)
+
+
+def test_answer_lift_hands_each_answer_weight_times_its_question_s_positive_content():
+    # rows 0 and 2 ask; 1 answers 0 (0.3 · 2.0), 3 answers 2 whose content is negative (nothing)
+    lift = answer_lift(np.array([2.0, 0.5, -1.0, 4.0]), [(0, 1), (2, 3)], weight=0.3)
+    assert lift.tolist() == pytest.approx([0.0, 0.6, 0.0, 0.0])
+
+
+def test_answer_lift_takes_the_larger_lift_and_is_zero_without_pairs():
+    lift = answer_lift(np.array([1.0, 3.0, 0.0]), [(0, 2), (1, 2)], weight=0.5)
+    assert lift.tolist() == pytest.approx([0.0, 0.0, 1.5])
+    assert answer_lift(np.array([1.0, 2.0]), [], weight=0.5).tolist() == [0.0, 0.0]

@@ -99,7 +99,8 @@ def test_the_builtin_declarations_are_the_old_special_cases():
                 for ablation, (_, _, applies) in ABLATIONS.items()}
     assert measured == {
         **{core: {"hybrid"} for core in ("core-hop", "core-time", "core-long-term", "core-feedback", "core-speaker",
-                                         "core-smoothing", "core-meaning", "core+diversity")},
+                                         "core-smoothing", "core-meaning", "core-pair",
+                                         "core+diversity")},
         "memoryos-segments": {"memoryos"}, "memoryos-jaccard": {"memoryos"},
         "exocortex-decay": {"exocortex", "generative_agents"}, "memoria-terms": {"memoria"}}
 

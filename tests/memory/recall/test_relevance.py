@@ -39,6 +39,16 @@ def test_a_page_is_as_relevant_as_its_best_turn():
     assert found.page_scores() == {1: 2.0, 2: -1.0}
 
 
+def test_a_page_s_score_leaves_out_what_turn_pairs_lent_its_lines():
+    # the answer (1, 1) rose from 0.5 to 2.5 by its question's lift: its page still scores by the
+    # question's 2.0; page 2's line keeps its own -1.0 (nothing lent)
+    found = relevance_of([2.0, 2.5, -1.0], [TurnFact(1, 0, "Ana"), TurnFact(1, 1, "Ben"), TurnFact(2, 0, "Ana")])
+    found.answer = np.array([0.0, 2.0, 0.0])
+    assert found.page_scores() == {1: 2.0, 2: -1.0}
+    found.answer = None
+    assert found.page_scores() == {1: 2.5, 2: -1.0}
+
+
 def test_ranked_spreads_over_days_only_when_asked_and_penalised():
     # two turns of one day (3.0, 2.8), one of another (2.5): the second day's turn costs nothing
     facts = [TurnFact(1, 0, "Ana", 10 * DAY), TurnFact(1, 1, "Ben", 10 * DAY + 60), TurnFact(2, 0, "Ana", 11 * DAY)]
@@ -53,7 +63,8 @@ def test_a_breakdown_names_every_part_and_the_raw_scores():
     found.parts[0] = [1.0, 0.25, 0.0, 0.25, 0.0, 0.0, 0.0]
     found.dense, found.sparse = {"t0": 0.61234}, {}
     assert found.breakdown(0) == {"dense": 1.0, "sparse": 0.25, "feedback": 0.0, "hop": 0.25, "speaker": 0.0,
-                                  "time": 0.0, "long_term": 0.0, "score": 1.5, "meaning": 0.0, "final": 1.5,
+                                  "time": 0.0, "long_term": 0.0, "score": 1.5, "meaning": 0.0, "answer": 0.0,
+                                  "final": 1.5,
                                   "cosine": 0.6123,
                                   "bm25": 0.0}
 
@@ -106,12 +117,13 @@ def test_the_turns_said_in_the_questions_month_gain_the_time_boost_after_smoothi
                                                                           (2, 0): 2.0, (2, 1): 2.0}
     # By hand: each turn's content (dense, sparse, feedback, hop) plus 0.3 of the previous turn's and
     # 0.1 of the next turn's positive content (the four turns follow each other), then the boosts,
-    # then what smoothing by meaning lent (its own test below).
+    # then what turn pairs and smoothing by meaning lent (their own tests below).
     params = HybridParams()
     order = [slots[slot] for slot in sorted(slots)]
     content = [float(found.parts[i, :4].sum()) for i in order]
     for at, i in enumerate(order):
-        expected = content[at] + float(found.parts[i, 4:].sum()) + float(found.meaning[i])
+        expected = (content[at] + float(found.parts[i, 4:].sum()) + float(found.meaning[i])
+                    + float(found.answer[i]))
         if at > 0:
             expected += params.previous_weight * max(0.0, content[at - 1])
         if at < len(order) - 1:
@@ -138,6 +150,53 @@ def test_smoothing_by_meaning_lends_each_turn_the_mean_of_its_nearest_turns_scor
     assert dict(zip(off.keys, off.final.tolist(), strict=True)) == pytest.approx(
         dict(zip(found.keys, before.tolist(), strict=True)))
     assert found.breakdown(0)["meaning"] == pytest.approx(round(float(found.meaning[0]), 4))
+
+
+PAIRS = {"sample_id": "p", "conversation": {
+    "speaker_a": "Caroline", "speaker_b": "Melanie",
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [
+        {"speaker": "Caroline", "dia_id": "D1:1", "text": "Your dogs look so happy! What are their names?"},
+        {"speaker": "Melanie", "dia_id": "D1:2", "text": "Max and Daisy."},
+        {"speaker": "Caroline", "dia_id": "D1:3", "text": "I went to a pottery class on Friday."},
+        {"speaker": "Melanie", "dia_id": "D1:4", "text": "Was it fun? I loved my first class."},
+        {"speaker": "Caroline", "dia_id": "D1:5", "text": "It was, I made a bowl."},
+    ]}}
+
+
+@pytest.fixture
+def question_and_answer(make_user, memory_env):
+    from memory.formats.locomo import parse_sample
+    from memory.services.importing import conversation_import
+
+    user = make_user()
+    conversation_import(user=user, conversation=parse_sample(PAIRS, 0))
+    return user
+
+
+def test_a_question_among_the_best_lends_its_answer_a_share_of_its_content(question_and_answer):
+    """Five turns, all among the best 10: the two that ask (D1:1, D1:4) each hand the next turn,
+    said by the other participant, pair_weight times their positive content (dense, sparse,
+    feedback, hop); no other turn gains anything. Without the part, `final` is the rest."""
+    query = "What are the names of Melanie's dogs?"
+    vector = configured.embedder().embed([query])[0]
+    found = turn_relevance(user=question_and_answer, query=query, query_vector=vector, now=ASKED_AT, tiers=BOTH)
+    slots = by_slot(found)
+    assert len(slots) == 5 and HybridParams().pair_questions >= 5
+    order = [slots[slot] for slot in sorted(slots)]  # D1:1 .. D1:5 in conversation order
+    content = [float(found.parts[i, :4].sum()) for i in order]
+    weight = HybridParams().pair_weight
+    expected = [0.0, weight * max(0.0, content[0]), 0.0, 0.0, weight * max(0.0, content[3])]
+    assert [float(found.answer[i]) for i in order] == pytest.approx(expected)
+    assert expected[1] > 0  # the question about the names matches, so its short answer gains
+    assert found.breakdown(order[1])["answer"] == pytest.approx(round(expected[1], 4))
+    off = turn_relevance(user=question_and_answer, query=query, query_vector=vector, now=ASKED_AT, tiers=BOTH,
+                         params=HybridParams(pair_weight=0.0, meaning_weight=0.0))
+    assert off.answer is None
+    on = turn_relevance(user=question_and_answer, query=query, query_vector=vector, now=ASKED_AT, tiers=BOTH,
+                        params=HybridParams(meaning_weight=0.0))
+    assert dict(zip(on.keys, (on.final - on.answer).tolist(), strict=True)) == pytest.approx(
+        dict(zip(off.keys, off.final.tolist(), strict=True)))
 
 
 def test_a_question_without_a_time_boosts_no_turn(two_sessions):
