@@ -10,6 +10,10 @@ turn-by-turn import makes, but each batch of pages is one transaction in which t
 is re-addressed once (graph.readdress_once) and the vector writes wait for its commit. The end
 state is turn-by-turn import's; only the graph's aliases differ (the CIDs nodes had between two
 pages of a batch were never made). A stop mid-file loses the batch; a re-run adds it.
+
+Either way the texts of the file's pages, utterances and contexts are embedded up front, each distinct text
+once, in one call sorted by length (EMBED_PAGES pages at a time): little padding in MiniLM's
+batches, and no embedding call per page.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import pairwise
 
 from django.conf import settings
 from tqdm import tqdm
@@ -31,9 +36,10 @@ from memory.services.common import MemoryInputError
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.users import SONA_NAME_MAX_CHARS, sona_get_or_create
-from memory.services.utterances import index_turns
+from memory.services.utterances import context_text, index_turns, utterance_text
 
-EMBED_BATCH = 64
+PAGE_BATCH = 64  # pages a transaction (batched) and an indexing pass hold
+EMBED_PAGES = 16 * PAGE_BATCH  # pages whose texts are embedded together, up front (a LoCoMo file: all)
 IMPORT_MODEL_NAME = "imported"
 
 
@@ -74,6 +80,18 @@ def _stored_pages(user) -> dict[tuple[tuple[str, ...], float], DialoguePage]:
     return {_page_key(page.source_ids, page.timestamp): page for page in pages}
 
 
+def _embed_up_front(items: Sequence[LocomoPage]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """The pages' texts and their utterances embedded in one call, each distinct text once: sorted
+    by length over the whole file, MiniLM's batches carry little padding. By text: (pages,
+    utterances and their contexts as turn_points embeds them)."""
+    pages = list(dict.fromkeys(page_text(item.query, item.response) for item in items))
+    spoken = [utterance_text({"speaker": who, "text": text}) for item in items for _, who, text in item.utterances]
+    said = list(dict.fromkeys(spoken + [context_text(a, b) for a, b in pairwise(spoken)]))
+    texts = list(dict.fromkeys(pages + said))
+    vectors = dict(zip(texts, configured.embedder().embed(texts), strict=True)) if texts else {}
+    return {text: vectors[text] for text in pages}, {text: vectors[text] for text in said}
+
+
 def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) -> None:
     page = existing or page_start(
         user=user, query=item.query, sona=sona, timestamp=item.timestamp, source_ids=item.source_ids,
@@ -101,14 +119,15 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
     todo = [(item, stored.get(_page_key(item.source_ids, item.timestamp))) for item in pages]
     todo = [(item, page) for item, page in todo if page is None or page.status == PageStatus.PENDING]
     bar = tqdm(total=len(todo), desc=f"import {conversation.sample_id}", unit="page", disable=not progress)
-    for start in range(0, len(todo), EMBED_BATCH):
-        batch = todo[start:start + EMBED_BATCH]
-        vectors = configured.embedder().embed([page_text(item.query, item.response) for item, _ in batch])
+    for start in range(0, len(todo), PAGE_BATCH):
+        batch = todo[start:start + PAGE_BATCH]
+        if start % EMBED_PAGES == 0:
+            page_vectors, said_vectors = _embed_up_front([item for item, _ in todo[start:start + EMBED_PAGES]])
         with graph.readdress_once() if batched else nullcontext():
-            for (item, existing), vector in zip(batch, vectors, strict=True):
-                _store(user, sona, item, vector, existing)
+            for item, existing in batch:
+                _store(user, sona, item, page_vectors[page_text(item.query, item.response)], existing)
                 bar.update(1)
-        index_turns(user_id=user.pk)
+        index_turns(user_id=user.pk, vectors=said_vectors)
     bar.close()
     if not todo:  # a re-run after a stop between the last page and its indexing
         index_turns(user_id=user.pk)

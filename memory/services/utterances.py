@@ -8,7 +8,7 @@ Indexing runs in maintenance, off the reply path; the ranking is memory/recall/h
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from django.db import transaction
 
@@ -74,33 +74,44 @@ def turn_text(page: DialoguePage, utterance: dict) -> str:
     return f"{page.timestamp.strftime('%d %B %Y')} {utterance['speaker']}: {utterance['text']}"
 
 
-def _said(utt: dict) -> str:
+def utterance_text(utt: dict) -> str:
+    """What an utterance is embedded as: the speaker and the words."""
     return f"{utt['speaker']}: {utt['text']}"
 
 
-def turn_points(pages: Sequence[DialoguePage], before: dict | None,
-            params: scoring.HybridParams) -> list[VectorPoint]:
-    """Points for the pages' utterances; `before` is the utterance preceding the first page."""
-    texts: list[str] = []
-    slots: list[tuple[DialoguePage, int, int, int | None]] = []
-    previous = before
+def context_text(previous: str, text: str) -> str:
+    """What an utterance's context is embedded as: the previous utterance and it, joined."""
+    return f"{previous}\n{text}"
+
+
+def turn_points(pages: Sequence[DialoguePage], before: dict | None, params: scoring.HybridParams,
+                vectors: Mapping[str, Sequence[float]] | None = None) -> list[VectorPoint]:
+    """Points for the pages' utterances; `before` is the utterance preceding the first page.
+
+    Dense: v(utterance) + mix · v(previous utterance joined to it), normalised (context_vector).
+    Each distinct text is embedded once; `vectors` holds texts embedded already (a whole-file
+    import embeds the file's utterances and contexts up front).
+    """
+    needed: list[str] = []
+    slots: list[tuple[DialoguePage, int, str, str | None]] = []
+    previous = utterance_text(before) if before is not None else None
     for page in pages:
         for pos, utt in enumerate(page.utterances):
-            texts.append(_said(utt))
-            turn_slot, context_slot = len(texts) - 1, None
-            if previous is not None:
-                texts.append(f"{_said(previous)}\n{_said(utt)}")
-                context_slot = len(texts) - 1
-            slots.append((page, pos, turn_slot, context_slot))
-            previous = utt
-    vectors = configured.embedder().embed(texts) if texts else []
+            text = utterance_text(utt)
+            context = context_text(previous, text) if previous is not None else None
+            slots.append((page, pos, text, context))
+            needed += [text] if context is None else [text, context]
+            previous = text
+    known = {text: vectors[text] for text in needed if text in vectors} if vectors else {}
+    missing = list(dict.fromkeys(text for text in needed if text not in known))
+    if missing:
+        known.update(zip(missing, configured.embedder().embed(missing), strict=True))
     points = []
-    for page, pos, turn_slot, context_slot in slots:
-        context = vectors[context_slot] if context_slot is not None else None
+    for page, pos, text, context in slots:
         utt = page.utterances[pos]
         points.append(VectorPoint(
             id=turn_point_id(page, pos),
-            vector=scoring.context_vector(vectors[turn_slot], context, mix=params.context_mix),
+            vector=scoring.context_vector(known[text], known[context] if context else None, mix=params.context_mix),
             text=turn_text(page, utt),
             payload={"user_id": str(page.user_id), "kind": "turn", "tier": page.tier,
                      "segment_id": str(page.segment_id) if page.segment_id else "", "page_id": str(page.id),
@@ -128,8 +139,10 @@ def remember_facts(index, points: Sequence[VectorPoint]) -> None:
                              if point.payload.get("kind") == "turn"})
 
 
-def index_turns(*, user_id: int, params: scoring.HybridParams | None = None) -> int:
-    """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived)."""
+def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
+                vectors: Mapping[str, Sequence[float]] | None = None) -> int:
+    """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived).
+    `vectors`: utterance and context texts (utterance_text, context_text) embedded already."""
     params = params or scoring.HybridParams()
     done = 0
     while True:
@@ -140,7 +153,7 @@ def index_turns(*, user_id: int, params: scoring.HybridParams | None = None) -> 
             return done
         for page in pages:
             page.utterances = page_utterances(page)
-        points = turn_points(pages, _utterance_before(pages[0]), params)
+        points = turn_points(pages, _utterance_before(pages[0]), params, vectors)
         index = configured.vector_index()
         index.upsert(points)
         remember_facts(index, points)

@@ -55,10 +55,12 @@ def test_a_page_written_on_a_bulk_built_store_goes_through_the_real_write_path(m
         assert set(result["variants"]) == {scale.BEFORE_WRITE, scale.WRITE}
         assert all(v["n"] == 1 and v["pages_per_s"] > 0 for v in result["variants"].values())
         assert result["speedup"] > 0
+        # and one page more as a burst: stored, then one maintenance run that indexed and moved it
+        assert result["burst"]["pages"] == 1 and result["burst"]["pages_per_s"] > 0
         written = DialoguePage.objects.filter(user=user, reply_model="bench")
-        assert written.count() == 2 and all(p.status == PageStatus.COMPLETE for p in written)
+        assert written.count() == 3 and all(p.status == PageStatus.COMPLETE and p.turns_indexed for p in written)
         # each write pushed the oldest STM page into a segment, which got a new CID
-        assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == builder.mtm + 2
+        assert DialoguePage.objects.filter(user=user, tier=Tier.MTM).count() == builder.mtm + 3
         assert set(Segment.objects.filter(user=user).values_list("cid", flat=True)) != before
         assert_graph_is_the_products(user)
         assert configured.vector_index().count(user_id=str(user.pk)) > 0

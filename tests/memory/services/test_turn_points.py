@@ -1,0 +1,75 @@
+"""Utterance points: each distinct text embedded once; texts embedded already are not embedded again."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from memory.adapters import configured
+from memory.engine.hybrid_scoring import HybridParams
+from memory.models import DialoguePage
+from memory.services.utterances import turn_points
+
+AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
+
+
+class Counting:
+    """The real embedder, recording every text it is asked for."""
+
+    def __init__(self) -> None:
+        self.inner, self.texts = configured.embedder(), []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return self.inner.embed(texts)
+
+
+def page(seq: int, *said: tuple[str, str]) -> DialoguePage:
+    return DialoguePage(user_id=7, seq=seq, timestamp=AT, tier="stm",
+                        utterances=[{"id": f"D1:{seq}.{i}", "speaker": who, "text": text}
+                                    for i, (who, text) in enumerate(said)])
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    embedder = Counting()
+    monkeypatch.setattr(configured, "embedder", lambda: embedder)
+    return embedder
+
+
+def unit(v):
+    v = np.asarray(v, dtype=np.float64)
+    return v / np.linalg.norm(v)
+
+
+def test_each_text_is_embedded_once_and_the_context_is_the_joined_text(counting):
+    pages = [page(1, ("Ana", "I adopted a puppy."), ("Ben", "What breed?")),
+             page(2, ("Ana", "I adopted a puppy."), ("Ben", "What breed?"))]
+    points = turn_points(pages, None, HybridParams(context_mix=0.5))
+
+    a, b = "Ana: I adopted a puppy.", "Ben: What breed?"
+    assert counting.texts == [a, b, f"{a}\n{b}", f"{b}\n{a}"]  # the repeated ones once
+    v = {text: np.asarray(vector) for text, vector in
+         zip(counting.texts, counting.inner.embed(counting.texts), strict=True)}
+    # hand-computed: the first turn has no context; the others unit(v + 0.5 · v(previous + turn))
+    expected = [unit(v[a]), unit(v[b] + 0.5 * v[f"{a}\n{b}"]), unit(v[a] + 0.5 * v[f"{b}\n{a}"]),
+                unit(v[b] + 0.5 * v[f"{a}\n{b}"])]
+    assert [p.payload["pos"] for p in points] == [0, 1, 0, 1]
+    for point, want in zip(points, expected, strict=True):
+        assert np.allclose(point.vector, want, atol=1e-6)
+
+
+def test_the_utterance_before_is_context_and_known_vectors_are_not_embedded_again(counting):
+    before = {"id": "D1:0", "speaker": "Ben", "text": "How was the weekend?"}
+    first = page(3, ("Ana", "We hiked the ridge trail on Saturday."))
+    texts = ["Ana: We hiked the ridge trail on Saturday.",
+             "Ben: How was the weekend?\nAna: We hiked the ridge trail on Saturday."]
+    known = {text: np.asarray(v) for text, v in zip(texts, counting.inner.embed(texts), strict=True)}
+
+    points = turn_points([first], before, HybridParams(context_mix=0.5), known)
+
+    assert counting.texts == []
+    assert np.allclose(points[0].vector, unit(known[texts[0]] + 0.5 * known[texts[1]]), atol=1e-6)
+    assert points[0].id == str((7 << 40) | (3 << 8))
