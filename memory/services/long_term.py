@@ -129,8 +129,11 @@ def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
                 points.append(VectorPoint(id=str(row.id), vector=vector, text=text,
                                           payload={"user_id": str(user_id), "kind": kind,
                                                    "timestamp": page.timestamp.timestamp()}))
+    # The hit dimensions read in one statement, not one get_or_create each (a promotion hits dozens).
+    traits = {t.key: t for t in UserTrait.objects.filter(
+        user_id=user_id, key__in={key for key, *_ in extraction.trait_hits})}
     for key, weight, matched, page in extraction.trait_hits:
-        _trait_update(user_id, key, weight, matched, page, seg_node, at)
+        _trait_update(user_id, key, weight, matched, page, seg_node, at, traits=traits)
     return points
 
 
@@ -148,8 +151,11 @@ def _lpm_row_put(model, *, user_id: int, text: str, page: DialoguePage, segment:
 
 
 def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...], page: DialoguePage,
-                  seg_node: MemoryNode, at: datetime) -> None:
-    trait, _ = UserTrait.objects.get_or_create(user_id=user_id, key=key)
+                  seg_node: MemoryNode, at: datetime, traits: dict[str, UserTrait] | None = None) -> None:
+    """`traits`: the user's rows by key when the caller read them at once; a new dimension's row joins it."""
+    if traits is None:
+        traits = {t.key: t for t in UserTrait.objects.filter(user_id=user_id, key=key)}
+    trait = traits.get(key) or traits.setdefault(key, UserTrait(user_id=user_id, key=key))
     old = trait.score
     if not trait.pinned:  # an operator fixed the score: evidence is kept, the score is theirs
         trait.score = update_trait_score(old, weight)
@@ -157,7 +163,10 @@ def _trait_update(user_id: int, key: str, weight: float, matched: tuple[str, ...
                         "source_ids": list(page.source_ids), "text": page.query[:200],
                         "at": page.timestamp.isoformat() if page.timestamp else None}]
                       + list(trait.evidence))[:MAX_EVIDENCE]
-    trait.save(update_fields=["score", "evidence", "updated_at"])
+    if trait._state.adding:  # one INSERT with the first evidence, not an INSERT then an UPDATE
+        trait.save()
+    else:
+        trait.save(update_fields=["score", "evidence", "updated_at"])
     # One node per (dimension, page) piece of evidence.
     node = graph.node_put(user_id=user_id, kind=MemoryNode.Kind.USER_TRAIT,
                           object_id=trait_evidence_object_id(key, str(page.id)),
