@@ -219,12 +219,20 @@ def node_of(*, user_id: int, obj, kind: str) -> MemoryNode:
 
 def edge_put(*, user_id: int, source: MemoryNode, target: MemoryNode, relation: str,
              weight: float = 1.0) -> MemoryEdge:
-    """A dependency of `source` on `target`; the source (and what depends on it) gets its new CID."""
+    """A dependency of `source` on `target`; the source (and what depends on it) gets its new CID.
+
+    Inside readdress_once: one INSERT that leaves an edge already there as it is (its weight too, as
+    get_or_create does), the source marked either way: re-addressing a node whose edges did not
+    change writes nothing (no CID changes in the database before then, so `source.cid` is current).
+    The edge returned then has no pk."""
+    if _marked.get() is not None:
+        edge = MemoryEdge(user_id=user_id, source=source, target=target, relation=relation, weight=weight)
+        MemoryEdge.objects.bulk_create([edge], ignore_conflicts=True)
+        _mark(source, source.cid)
+        return edge
     edge, created = MemoryEdge.objects.get_or_create(
         user_id=user_id, source=source, target=target, relation=relation, defaults={"weight": weight}
     )
-    if created and _mark(source, source.cid):
-        return edge
     if created:
         source.refresh_from_db(fields=["cid", "block"])
         _refresh(source, set())
