@@ -160,6 +160,10 @@ def _sync_move(user_id: int, point_ids: list[str], page_payload: dict, seg_point
 def segments_evict(*, user_id: int, now: datetime) -> list[str]:
     """Over capacity the coldest segments leave MTM; their pages are archived, not deleted."""
     params = memory_params()
+    # Under capacity nothing leaves (plan_eviction): one COUNT, no lock, no rows read. A segment
+    # made meanwhile by another run is seen by the next.
+    if Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).count() <= params.mtm_capacity:
+        return []
     with transaction.atomic():
         lock_user_state(user_id)
         active = list(Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).defer("embedding"))
