@@ -14,6 +14,8 @@ trait evidence. The engine's ids are the nodes' primary keys as strings.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -184,9 +186,30 @@ def _read_texts(user, memories: dict[str, Memory], order: Sequence[str]) -> None
 
 
 def sona_vector(sona: Sona) -> tuple[float, ...]:
-    """The sona's stored name embedding, or (a sona made before names were embedded) its name embedded now."""
+    """The sona's stored name embedding, or (a sona made before names were embedded, or whose
+    embedding failed) its name embedded now, once per name and embedder in this process."""
     stored = bytes_to_vector(sona.name_embedding)
-    return stored or tuple(configured.embedder().embed([sona.name])[0])
+    return stored or _name_vector(configured.embedder(), sona.name)
+
+
+# Names embedded by recall, per embedder (dropped with it): without a stored embedding every
+# Memoria recall embedded the sona's name again, a forward pass as long as the query's.
+_NAME_VECTORS: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, ...]]] = weakref.WeakKeyDictionary()
+_NAME_VECTORS_LOCK = threading.Lock()
+_NAME_VECTORS_SIZE = 256  # names per embedder kept (a user has a few sonas)
+
+
+def _name_vector(embedder, name: str) -> tuple[float, ...]:
+    with _NAME_VECTORS_LOCK:
+        known = _NAME_VECTORS.setdefault(embedder, {})
+        if name in known:
+            return known[name]
+    vector = tuple(embedder.embed([name])[0])
+    with _NAME_VECTORS_LOCK:
+        if len(known) >= _NAME_VECTORS_SIZE:
+            known.clear()
+        known[name] = vector
+    return vector
 
 
 def _sona_terms(context: RecallContext, nodes: Iterable[MemoryNode], pages: Mapping[str, DialoguePage]
