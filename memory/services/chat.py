@@ -33,15 +33,17 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from memory.adapters.configured import adapters_state
+from memory.models import Sona
 from memory.selectors.files import attached_files
 from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
 from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
-from memory.services.users import sona_get_or_create
 
 log = logging.getLogger(__name__)
 
+# The name sona_get_or_create (memory/services/users.py) gives a user's first sona.
+DEFAULT_SONA_NAME = "assistant"
 GENERIC_FAILURE = "Something went wrong while replying; please try again in a moment."
 
 
@@ -67,11 +69,13 @@ def chat_turn_accept(*, user_id: int, message: object, files: object = None, son
     """Check a chat message (the sona by its id, looked up among this user's sonas only);
     MemoryInputError (UnknownSona for the sona) says what is wrong, and nothing is stored."""
     checked = turn_input_parse(message=message, files=files, sona=sona)
-    user = get_user_model().objects.get(pk=user_id)
     if checked.sona is None:
-        name = sona_get_or_create(user=user).name
+        # A new user's default sona is made by the turn, on a turn worker (it embeds its name):
+        # this runs on the one thread every socket's database calls share.
+        default = Sona.objects.filter(user_id=user_id, is_default=True).values_list("name", flat=True).first()
+        name = default or DEFAULT_SONA_NAME
     else:
-        found = sona_for_user(user=user, sona_id=checked.sona)
+        found = sona_for_user(user=get_user_model().objects.get(pk=user_id), sona_id=checked.sona)
         if found is None:
             raise UnknownSona("That sona does not exist; choose another one.")
         name = found.name
