@@ -43,6 +43,7 @@ from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
 from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
+from memory.services.users import sona_get_or_create
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,25 @@ def chat_turn_accept(*, user_id: int, message: object, files: object = None, son
             raise UnknownSona("That sona does not exist; choose another one.")
         name = found.name
     return ChatTurn(user_id=user_id, turn_id=uuid.uuid4().hex, input=checked, sona_name=name)
+
+
+def chat_sona_ready(*, user_id: int) -> None:
+    """Make the user's default sona now if they have none: what the chat page does as it loads
+    (memory/web/views.py), for a socket opened without it, so that their first message does not
+    wait for it (a new sona embeds its name)."""
+    if not Sona.objects.filter(user_id=user_id, is_default=True).exists():
+        sona_get_or_create(user=get_user_model().objects.get(pk=user_id))
+
+
+async def chat_open(*, user_id: int) -> None:
+    """What a socket's opening starts: the default sona made (chat_sona_ready) on a turn worker, in
+    turn with the messages that came before it (it is due now: the user's first message may come
+    at any moment, and would make it itself). A failure is logged: the first turn makes the sona
+    then."""
+    try:
+        await _turn_slots().run(chat_sona_ready, store=False, user_id=user_id)
+    except Exception:
+        log.exception("event=chat_open_failed user=%s", user_id)
 
 
 # --- running a turn --------------------------------------------------------------------------
