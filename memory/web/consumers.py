@@ -166,29 +166,32 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error("unknown_type", f"Unknown frame type {str(content.get('type'))[:40]!r}.")
 
     async def _message(self, content: dict) -> None:
-        if not await self._still_signed_in():
-            await self.send_error("signed_out", "You have signed out; reload the page to sign in again.")
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
         try:
-            turn = await database_sync_to_async(chat_turn_accept)(
-                user_id=self.user_id, message=content.get("text"), files=content.get("files"),
-                sona=content.get("sona"))
+            turn = await self._accept(content)
         except UnknownSona as exc:
             await self.send_error("unknown_sona", str(exc))
             return
         except MemoryInputError as exc:
             await self.send_error("invalid", str(exc))
             return
+        if turn is None:
+            await self.send_error("signed_out", "You have signed out; reload the page to sign in again.")
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
         await broadcast(self.user_id, turn.user_frame())
         turn_start(turn)
 
     @database_sync_to_async
-    def _still_signed_in(self) -> bool:
-        """The socket was authenticated when it opened; signing out elsewhere ends its rights."""
+    def _accept(self, content: dict) -> ChatTurn | None:
+        """The message checked (chat_turn_accept), or None when the user has signed out: the socket
+        was authenticated when it opened, and signing out elsewhere ends its rights. One call on
+        the thread every socket's database calls share, not one for each."""
         session = self.scope.get("session")
         key = getattr(session, "session_key", None)
-        return bool(key) and session.exists(key)
+        if not key or not session.exists(key):
+            return None
+        return chat_turn_accept(user_id=self.user_id, message=content.get("text"), files=content.get("files"),
+                                sona=content.get("sona"))
 
     async def chat_frame(self, event: dict) -> None:
         """A frame broadcast to the user's group."""
