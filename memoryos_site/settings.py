@@ -332,6 +332,8 @@ MEMORYOS_CHAT = {
     "RATE_BURST": env_int("MEMORYOS_CHAT_RATE_BURST", 5),
     "RATE_PER_MINUTE": env_float("MEMORYOS_CHAT_RATE_PER_MINUTE", 20.0),
     "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
+    # How long a reply's store may wait behind messages that came after it (memory/services/chat.py).
+    "STORE_DEFER_S": env_float("MEMORYOS_CHAT_STORE_DEFER_S", 2.0),
     # Threads that stream replies: they mostly wait on the model, apart from the turn workers.
     "REPLY_WORKERS": env_int("MEMORYOS_CHAT_REPLY_WORKERS", 32),
     "HISTORY_LIMIT": env_int("MEMORYOS_CHAT_HISTORY_LIMIT", 200),

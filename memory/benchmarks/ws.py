@@ -329,6 +329,10 @@ def summarize(sessions: list[SessionStats], wall: float, options: dict, **extra:
         "connected": sum(s.connected for s in sessions), "held": sum(s.held for s in sessions),
         "sent": options["sessions"] * options["messages"], "replies": len(reply),
         "first_token_ms": common.summarize_ms(first), "reply_ms": common.summarize_ms(reply),
+        # each session's first message, its second, ...: the first ones all come at once
+        "first_token_ms_by_message": [common.summarize_ms([s.first_token_ms[n] for s in sessions
+                                                           if len(s.first_token_ms) > n])
+                                      for n in range(options["messages"])],
         "turns_per_s": round(len(reply) / wall, 2) if wall else float("nan"), "wall_s": round(wall, 1),
         "errors": errors, "error_count": sum(errors.values()),
         "engine": "offline" if offline == {True} else "llm" if offline == {False} else "mixed/none",
@@ -347,6 +351,9 @@ def render(result: dict) -> str:
         title=f"Websocket chat on loopback ({result['engine']} engine, {result['layer']}, "
               f"{result['database']})")
     errors = ", ".join(f"{k} x{v}" for k, v in result["errors"].items()) or "none"
+    by_message = "; ".join(f"message {n}: {ms['p50']} / {ms['p95']}"
+                           for n, ms in enumerate(result.get("first_token_ms_by_message", []), start=1))
+    table += f"\n\nfirst token p50 / p95 ms by each session's message: {by_message}" if by_message else ""
     settled = (f"\n\nmaintenance caught up {result['settled_s']} s after the last reply"
                if "settled_s" in result else "")
     start = (f"{settled}\n\nafter the server started (warm-up {result.get('warm_up')}): the first session waited "

@@ -60,9 +60,9 @@ def fixed_items(*, user, sona=None) -> list[RecalledItem]:
         items.append(RecalledItem(kind="agent_profile", ref=str(sona.id), text=f"{sona.name}: {sona.profile}",
                                   score=1.0))
     # A user has at most one row per trait dimension (90); those at 0 say nothing.
-    for trait in rows.rows(UserTrait, ("key", "score"), equal={"user": user.pk, "repressed": False},
-                           order_by=("-score", "key")):
-        key, score, dim = trait.key, trait.score, TRAITS_BY_KEY.get(trait.key)
+    for key, score in rows.values(UserTrait, ("key", "score"), equal={"user": user.pk, "repressed": False},
+                                  order_by=("-score", "key")):
+        dim = TRAITS_BY_KEY.get(key)
         if dim is None or score <= 0:
             continue
         items.append(RecalledItem(kind="user_trait", ref=key, text=f"{dim.name} ({dim.description}): {score:.2f}",

@@ -14,6 +14,8 @@ trait evidence. The engine's ids are the nodes' primary keys as strings.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -184,28 +186,54 @@ def _read_texts(user, memories: dict[str, Memory], order: Sequence[str]) -> None
 
 
 def sona_vector(sona: Sona) -> tuple[float, ...]:
-    """The sona's stored name embedding, or (a sona made before names were embedded) its name embedded now."""
+    """The sona's stored name embedding, or (a sona made before names were embedded, or whose
+    embedding failed) its name embedded now, once per name and embedder in this process."""
     stored = bytes_to_vector(sona.name_embedding)
-    return stored or tuple(configured.embedder().embed([sona.name])[0])
+    return stored or _name_vector(configured.embedder(), sona.name)
+
+
+# Names embedded by recall, per embedder (dropped with it): without a stored embedding every
+# Memoria recall embedded the sona's name again, a forward pass as long as the query's.
+_NAME_VECTORS: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, ...]]] = weakref.WeakKeyDictionary()
+_NAME_VECTORS_LOCK = threading.Lock()
+_NAME_VECTORS_SIZE = 256  # names per embedder kept (a user has a few sonas)
+
+
+def _name_vector(embedder, name: str) -> tuple[float, ...]:
+    with _NAME_VECTORS_LOCK:
+        known = _NAME_VECTORS.setdefault(embedder, {})
+        if name in known:
+            return known[name]
+    vector = tuple(embedder.embed([name])[0])
+    with _NAME_VECTORS_LOCK:
+        if len(known) >= _NAME_VECTORS_SIZE:
+            known.clear()
+        known[name] = vector
+    return vector
 
 
 def _sona_terms(context: RecallContext, nodes: Iterable[MemoryNode], pages: Mapping[str, DialoguePage]
                 ) -> dict[int, float]:
-    """Node pk -> the best cosine between the current sona's name and those of the node's sonas."""
+    """Node pk -> the best cosine between the current sona's name and those of the node's sonas.
+
+    Two reads (memberships, then the sonas named), and one cosine per sona rather than per node:
+    a node's term is the best of its sonas' (sona_similarity over one sona each, then the best)."""
     if context.sona is None:
         return {}
     nodes = list(nodes)
     member_of: dict[int, set] = {node.pk: set() for node in nodes}
-    for node_id, sona_id in SonaMembership.objects.filter(node__in=nodes).values_list("node_id", "sona_id"):
+    for node_id, sona_id in rows.values(SonaMembership, ("node", "sona"), equal={},
+                                        among={"node": list(member_of)}):
         member_of[node_id].add(sona_id)
     for node in nodes:  # a page with no membership row yet belongs to the sona it happened in
         if not member_of[node.pk] and pages[node.object_id].sona_id:
             member_of[node.pk].add(pages[node.object_id].sona_id)
     wanted = set().union(*member_of.values()) if member_of else set()
-    vectors = {sona.pk: sona_vector(sona) for sona in Sona.objects.filter(user=context.user, pk__in=wanted)}
+    vectors = {sona.pk: sona_vector(sona) for sona in rows.rows(
+        Sona, ("id", "user", "name", "name_embedding"), equal={"user": context.user.pk}, among={"id": list(wanted)})}
     current = vectors.get(context.sona.pk) or sona_vector(context.sona)
-    return {node_id: sona_similarity(current=current, memory_sonas=[vectors[s] for s in ids if s in vectors])
-            for node_id, ids in member_of.items()}
+    alike = {sona_id: sona_similarity(current=current, memory_sonas=[vector]) for sona_id, vector in vectors.items()}
+    return {node_id: max((alike[s] for s in ids if s in alike), default=0.0) for node_id, ids in member_of.items()}
 
 
 class _Reader:

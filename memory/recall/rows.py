@@ -28,15 +28,38 @@ def rows(model: type[Model], fields: Sequence[str], *, equal: Mapping[str, Any],
     """Instances of `model` with only `fields` loaded, whose fields equal the values of `equal`
     (a field name each, "user" for a foreign key) and are among the values of `among`, ordered by
     field names ("-seq": descending). An empty list in `among` matches nothing."""
+    found = _where(model, equal, among)
+    if found is None:
+        return []
+    return _select(model, fields, *found, order_by=order_by, limit=limit)
+
+
+def _where(model: type[Model], equal: Mapping[str, Any], among: Mapping[str, Sequence[Any]] | None
+           ) -> tuple[str, list[Any]] | None:
+    """The WHERE clause and its parameters for `rows`; None when it can match nothing."""
     among = among or {}
     if any(not values for values in among.values()):
-        return []
+        return None
     where = " AND ".join([*(f"{_column(model, name)} = %s" for name in equal),
                           *(f"{_column(model, name)} IN ({', '.join(['%s'] * len(values))})"
                             for name, values in among.items())])
     params = [_prepared(model, name, value) for name, value in equal.items()]
     params += [_prepared(model, name, value) for name, values in among.items() for value in values]
-    return _select(model, fields, where, params, order_by=order_by, limit=limit)
+    return where, params
+
+
+def values(model: type[Model], fields: Sequence[str], *, equal: Mapping[str, Any],
+           among: Mapping[str, Sequence[Any]] | None = None, order_by: Sequence[str] = ()) -> list[tuple[Any, ...]]:
+    """Like `rows`, but each row a tuple of `fields`' values in the order asked (converted as the
+    ORM converts them; a foreign key's raw id), with no model instance built: for reads of many
+    small rows (a user's traits) whose instances would cost more than the query."""
+    found = _where(model, equal, among)
+    if found is None:
+        return []
+    plan = _plan(model, tuple(fields), connection.vendor)
+    at = [plan.attnames.index(model._meta.get_field(name).attname) for name in fields]
+    return [tuple(row[i] for i in at)
+            for row in _converted(_fetch(model, plan, *found, order_by=order_by, limit=None), plan)]
 
 
 def by_pk(model: type[Model], ids: Iterable[Any], fields: Sequence[str]) -> dict[str, Any]:
@@ -56,6 +79,13 @@ def by_pk(model: type[Model], ids: Iterable[Any], fields: Sequence[str]) -> dict
 def _select(model: type[Model], fields: Sequence[str], where: str, params: list[Any], *,
             order_by: Sequence[str] = (), limit: int | None = None) -> list[Any]:
     plan = _plan(model, tuple(fields), connection.vendor)
+    found = _fetch(model, plan, where, params, order_by=order_by, limit=limit)
+    db, names = connection.alias, plan.attnames
+    return [model.from_db(db, names, values) for values in _converted(found, plan)]
+
+
+def _fetch(model: type[Model], plan: _Plan, where: str, params: list[Any], *, order_by: Sequence[str],
+           limit: int | None) -> list[tuple[Any, ...]]:
     sql = f"SELECT {plan.columns} FROM {connection.ops.quote_name(model._meta.db_table)} WHERE {where}"
     if order_by:
         sql += " ORDER BY " + ", ".join(
@@ -64,9 +94,13 @@ def _select(model: type[Model], fields: Sequence[str], where: str, params: list[
         sql += f" LIMIT {int(limit)}"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        found = cursor.fetchall()
-    db, names, converted = connection.alias, plan.attnames, plan.converters
-    instances = []
+        return cursor.fetchall()
+
+
+def _converted(found: list[tuple[Any, ...]], plan: _Plan) -> list[list[Any]]:
+    """Each row's values as the ORM gives them (the converters of the plan's columns applied)."""
+    converted = plan.converters
+    result = []
     for row in found:
         values = list(row)
         for position, field, converters in converted:
@@ -74,8 +108,8 @@ def _select(model: type[Model], fields: Sequence[str], where: str, params: list[
             for convert in converters:
                 value = convert(value, field, connection)
             values[position] = value
-        instances.append(model.from_db(db, names, values))
-    return instances
+        result.append(values)
+    return result
 
 
 class _Plan(NamedTuple):

@@ -18,8 +18,12 @@ and its reply is stored when it finishes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import heapq
+import itertools
 import logging
+import time
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
@@ -33,6 +37,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from memory.adapters.configured import adapters_state
+from memory.models import Sona
 from memory.selectors.files import attached_files
 from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
@@ -42,6 +47,8 @@ from memory.services.users import sona_get_or_create
 
 log = logging.getLogger(__name__)
 
+# The name sona_get_or_create (memory/services/users.py) gives a user's first sona.
+DEFAULT_SONA_NAME = "assistant"
 GENERIC_FAILURE = "Something went wrong while replying; please try again in a moment."
 
 
@@ -67,15 +74,36 @@ def chat_turn_accept(*, user_id: int, message: object, files: object = None, son
     """Check a chat message (the sona by its id, looked up among this user's sonas only);
     MemoryInputError (UnknownSona for the sona) says what is wrong, and nothing is stored."""
     checked = turn_input_parse(message=message, files=files, sona=sona)
-    user = get_user_model().objects.get(pk=user_id)
     if checked.sona is None:
-        name = sona_get_or_create(user=user).name
+        # A new user's default sona is made by the turn, on a turn worker (it embeds its name):
+        # this runs on the one thread every socket's database calls share.
+        default = Sona.objects.filter(user_id=user_id, is_default=True).values_list("name", flat=True).first()
+        name = default or DEFAULT_SONA_NAME
     else:
-        found = sona_for_user(user=user, sona_id=checked.sona)
+        found = sona_for_user(user=get_user_model().objects.get(pk=user_id), sona_id=checked.sona)
         if found is None:
             raise UnknownSona("That sona does not exist; choose another one.")
         name = found.name
     return ChatTurn(user_id=user_id, turn_id=uuid.uuid4().hex, input=checked, sona_name=name)
+
+
+def chat_sona_ready(*, user_id: int) -> None:
+    """Make the user's default sona now if they have none: what the chat page does as it loads
+    (memory/web/views.py), for a socket opened without it, so that their first message does not
+    wait for it (a new sona embeds its name)."""
+    if not Sona.objects.filter(user_id=user_id, is_default=True).exists():
+        sona_get_or_create(user=get_user_model().objects.get(pk=user_id))
+
+
+async def chat_open(*, user_id: int) -> None:
+    """What a socket's opening starts: the default sona made (chat_sona_ready) on a turn worker, in
+    turn with the messages that came before it (it is due now: the user's first message may come
+    at any moment, and would make it itself). A failure is logged: the first turn makes the sona
+    then."""
+    try:
+        await _turn_slots().run(chat_sona_ready, store=False, user_id=user_id)
+    except Exception:
+        log.exception("event=chat_open_failed user=%s", user_id)
 
 
 # --- running a turn --------------------------------------------------------------------------
@@ -103,6 +131,70 @@ def _on(executor: ThreadPoolExecutor, function: Callable[..., Any]) -> Callable[
     return database_sync_to_async(function, thread_sensitive=False, executor=executor)
 
 
+class TurnSlots:
+    """The turn workers' places, handed out earliest due first: a message's store-and-recall is due
+    when it comes, a reply's store `store_defer_s` after it comes.
+
+    Under a burst, the messages waiting for their recall (and their first token) go before the
+    stores of replies already streamed; a reply's store is put off by at most `store_defer_s`
+    behind messages that came after it, so it is never starved. On one event loop, like the locks.
+    """
+
+    def __init__(self, slots: int, store_defer_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.free = max(1, slots)
+        self.store_defer_s = store_defer_s
+        self.clock = clock
+        self._waiting: list[tuple[float, int, asyncio.Future]] = []
+        self._order = itertools.count()
+
+    @contextlib.asynccontextmanager
+    async def place(self, *, store: bool) -> AsyncIterator[None]:
+        """Hold one turn worker's place: `store` for a reply's store, else a message's recall."""
+        await self._acquire(self.clock() + (self.store_defer_s if store else 0.0))
+        try:
+            yield
+        finally:
+            self._release()
+
+    async def run(self, function: Callable[..., Any], *, store: bool, **kwargs) -> Any:
+        """`function(**kwargs)` on a turn worker, once this turn's place comes."""
+        async with self.place(store=store):
+            return await _on(_turn_executor(), function)(**kwargs)
+
+    async def _acquire(self, due: float) -> None:
+        if self.free and not self._waiting:
+            self.free -= 1
+            return
+        place = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (due, next(self._order), place))
+        try:
+            await place
+        except asyncio.CancelledError:
+            if place.done() and not place.cancelled():  # handed the place just as it was cancelled
+                self._release()
+            raise
+
+    def _release(self) -> None:
+        while self._waiting:
+            _due, _n, place = heapq.heappop(self._waiting)
+            if not place.done():
+                place.set_result(None)
+                return
+        self.free += 1
+
+
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TurnSlots] = weakref.WeakKeyDictionary()
+
+
+def _turn_slots() -> TurnSlots:
+    loop = asyncio.get_running_loop()
+    slots = _slots.get(loop)
+    if slots is None:
+        cfg = settings.MEMORYOS_CHAT
+        slots = _slots[loop] = TurnSlots(cfg["TURN_WORKERS"], cfg["STORE_DEFER_S"])
+    return slots
+
+
 async def chat_turn_frames(turn: ChatTurn) -> AsyncIterator[dict[str, Any]]:
     """Run an accepted turn after the user's earlier ones, yielding the frames its tabs are shown.
 
@@ -128,10 +220,11 @@ async def chat_turn_frames(turn: ChatTurn) -> AsyncIterator[dict[str, Any]]:
 async def _phases(turn: ChatTurn, tokens: asyncio.Queue) -> dict[str, Any]:
     """Prepare, reply and finish on their thread pools; the final frame. None ends the tokens."""
     try:
-        prepared = await _on(_turn_executor(), _turn_prepare)(turn=turn)
+        slots = _turn_slots()
+        prepared = await slots.run(_turn_prepare, store=False, turn=turn)
         generated = await _on(_reply_executor(), turn_reply)(
             turn=prepared, on_token=_threadsafe_put(asyncio.get_running_loop(), tokens))
-        frame = await _on(_turn_executor(), _turn_finish)(turn=prepared, generated=generated)
+        frame = await slots.run(_turn_finish, store=True, turn=prepared, generated=generated)
         frame["turn_id"] = turn.turn_id
     except MemoryInputError as exc:
         frame = {"type": "turn.error", "turn_id": turn.turn_id, "error": str(exc)}

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -24,6 +25,7 @@ from memory.models import (
     MemoryNode,
     PageStatus,
     Sona,
+    UserMemoryState,
     vector_to_bytes,
 )
 from memory.services import graph, memoria
@@ -43,17 +45,31 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
     files it carries (checked by files_for_turn) attached in the same transaction."""
     query = validate_message(query)
     with transaction.atomic():
-        state = lock_user_state(user.pk)
+        seq = _seq_take(user.pk)
         page = DialoguePage.objects.create(
-            user=user, sona=sona, seq=state.next_seq, query=query, status=PageStatus.PENDING,
+            user=user, sona=sona, seq=seq, query=query, status=PageStatus.PENDING,
             timestamp=timestamp or timezone.now(), source_ids=list(source_ids), utterances=list(utterances),
         )
-        state.next_seq += 1
-        state.save(update_fields=["next_seq"])
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.PAGE_ADDED, subject_id=page.id,
                      at=page.timestamp, seq=page.seq, sona=sona.name if sona else None)
         files_attach(user=user, page=page, files=files)
     return page
+
+
+def _user_state_locked(user_id: int, **changes) -> QuerySet[UserMemoryState]:
+    """Lock the user's state row (inside a transaction) by writing `changes` to it, as
+    lock_user_state locks it by reading, in one statement where that takes two; the row is made
+    first if the user has none yet. Returns the row's queryset."""
+    states = UserMemoryState.objects.filter(user_id=user_id)
+    if not states.update(**changes):
+        lock_user_state(user_id)
+        states.update(**changes)
+    return states
+
+
+def _seq_take(user_id: int) -> int:
+    """The user's next page seq, counted up under the user's lock (inside a transaction)."""
+    return _user_state_locked(user_id, next_seq=F("next_seq") + 1).values_list("next_seq", flat=True).get() - 1
 
 
 def page_text(query: str, response: str, reply_model: str = "", attachments: str = "") -> str:
@@ -78,7 +94,8 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         embedding = vectors[0] if vectors else None
     keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", text)))
     with transaction.atomic():
-        state = lock_user_state(page.user_id)
+        # The user's lock, and maintenance marked due: committed with the reply, before any job is queued
+        _user_state_locked(page.user_id, maintenance_due=True)
         # Maintenance may have moved the page while the reply streamed; keep where it is now.
         page.refresh_from_db(fields=["tier", "segment"])
         page.response = response
@@ -91,8 +108,6 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         if page.sona_id:  # every memory belongs to a sona: a page to the one it happened in
             memoria.sona_membership_add(user_id=page.user_id, sona=page.sona, node=node)
         memoria.fulltext_page_put(page=page, text=text)
-        state.maintenance_due = True
-        state.save(update_fields=["maintenance_due"])
         if embedding is not None:
             point = page_point(page, embedding)
             transaction.on_commit(lambda: configured.vector_index().upsert([point]))

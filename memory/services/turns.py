@@ -7,9 +7,13 @@ work after replies yields to those (memory/services/after_reply.py).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +28,12 @@ from memory.engine import offline
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
+from memory.recall.pipeline import EMBED_PART
 from memory.services.after_reply import maintenance_schedule, replies_under_way
+from memory.services.common import embed_or_none
 from memory.services.events import event_record
 from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
-from memory.services.pages import page_reply_store, page_start
+from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.policy_work import after_reply_work
 from memory.services.recall import (
     Recall,
@@ -95,6 +101,7 @@ class GeneratedReply:
     model: str
     fallback_reason: str = ""
     breaker_open: bool = False  # the model was not asked: it is cooling off after repeated failures
+    embedding: list[float] | None = None  # the page's, once the reply is known (turn_reply)
 
 
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
@@ -130,17 +137,61 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
     return GeneratedReply(reply, OFFLINE_MODEL_NAME, reason, breaker_open)
 
 
-def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str) -> Recall:
+@functools.cache
+def _embedding_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="turn-embedding")
+
+
+def _embed_in_background(text: str) -> Future[tuple[list[float], float]]:
+    """The message's vector and the milliseconds its embedding took, computed on another thread
+    while the message is stored; an embedder's error is raised by result()."""
+    def embed() -> tuple[list[float], float]:
+        started = time.perf_counter()
+        vector = configured.embedder().embed([text])[0]
+        return vector, round((time.perf_counter() - started) * 1000, 3)
+
+    return _embedding_threads().submit(embed)
+
+
+def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str,
+                       embedding: Future[tuple[list[float], float]] | None = None) -> Recall:
     """Recall, or when the vector store (or the embedder) fails, STM from the database alone:
-    the reply degrades, the turn is never lost."""
+    the reply degrades, the turn is never lost.
+
+    `embedding` is the query's vector being computed (the message's words, which are what the
+    recall embeds); the recall then waits for it instead of embedding the query again, and its
+    trace counts that wait and the embedding's time as its own."""
     try:
-        return recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
-                                policy=policy)
+        if embedding is None:
+            return recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
+                                    policy=policy)
+        started = time.perf_counter()
+        vector, embedding_ms = embedding.result()
+        wait_ms = round((time.perf_counter() - started) * 1000, 3)
+        recall = recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
+                                  policy=policy, query_vector=vector)
+        _count_embedding_wait(recall, wait_ms=wait_ms, embedding_ms=embedding_ms)
+        return recall
     except Exception as exc:  # Qdrant, the embedder or the network: any of them may fail here
         log.warning("event=recall_degraded user=%s error=%r", user.pk, exc)
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.RECALL_DEGRADED, subject_id=page.id,
                      error=repr(exc)[:500])
         return recall_stm_only(user=user, query=page.query, exclude_page_id=page.id)
+
+
+def _count_embedding_wait(recall: Recall, *, wait_ms: float, embedding_ms: float) -> None:
+    """The trace of a recall given its vector, as if the recall had embedded the query itself."""
+    recall.timings_ms = {EMBED_PART: wait_ms, **recall.timings_ms}
+    recall.latency_ms += wait_ms
+    recall.embedding_ms = embedding_ms
+    trace = recall.trace
+    if trace is None:
+        return
+    trace.payload["timings_ms"] = {EMBED_PART: wait_ms, **trace.payload.get("timings_ms", {})}
+    trace.payload["timings_order"] = [EMBED_PART, *trace.payload.get("timings_order", [])]
+    trace.payload["embedding_ms"] = embedding_ms
+    trace.latency_ms += wait_ms
+    trace.save(update_fields=["payload", "latency_ms"])
 
 
 @dataclass
@@ -153,6 +204,9 @@ class PreparedTurn:
     recall: Recall
     prompt: Prompt
     files: Sequence[AttachedFile]
+    # The message's vector (the recall's query vector): a page whose text is the message alone (an
+    # offline reply's, memory/services/pages.py page_text) is stored with it, not embedded again.
+    query_vector: list[float] | None = None
     # Ends this turn's count in replies_under_way: at turn_finish, or when the turn is dropped.
     reply_ended: weakref.finalize | None = field(default=None, repr=False)
 
@@ -202,23 +256,41 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     sona = sona or sona_get_or_create(user=user)
     policy = policy_choose(requested=checked.policy, sona=sona)
     attached = files_for_turn(user=user, cids=checked.files)
+    embedding = _embed_in_background(checked.message)  # while the message is stored
     page = page_start(user=user, query=checked.message, sona=sona, files=attached)
     if on_stored is not None:
         on_stored(page)
-    recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy)
+    if page.query != checked.message:  # page_start stores the message as it is; if it did not, embed that
+        embedding = None
+    recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy, embedding=embedding)
     system = SYSTEM_PROMPT.format(sona=sona.name)
     if sona.profile:
         system += f"\nYour persona: {sona.profile}"
     prompt = assemble_prompt(query=page.query + attachment_prompt_text(attached), items=recall.items, system=system,
                              budget_tokens=memory_params().prompt_token_budget)
     trace_record_prompt(recall=recall, prompt=prompt)
-    return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached)
+    query_vector = None
+    if embedding is not None and embedding.done() and embedding.exception() is None:
+        query_vector = embedding.result()[0]
+    return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached,
+                        query_vector=query_vector)
 
 
 def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
-    """The reply of a prepared turn, streamed through `on_token`; nothing is stored."""
-    return generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
-                          sona=turn.sona, on_token=on_token, files=turn.files)
+    """The reply of a prepared turn, streamed through `on_token`, and the page's embedding;
+    nothing is stored.
+
+    The page is embedded here, on the thread that streamed the reply, not where the reply is
+    stored (the chat's turn workers, which other users' recalls wait for). A page indexed by the
+    message alone (an offline reply's) takes the recall's query vector: the same words."""
+    generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
+                               sona=turn.sona, on_token=on_token, files=turn.files)
+    page = turn.page
+    text = page_text(page.query, generated.text, generated.model, page.attachment_text)
+    if turn.query_vector is not None and text == page.query:
+        return dataclasses.replace(generated, embedding=turn.query_vector)
+    vectors = embed_or_none([text])  # None when the embedder fails: the store tries again
+    return dataclasses.replace(generated, embedding=vectors[0] if vectors else None)
 
 
 def turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
@@ -236,7 +308,7 @@ def _turn_store(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.REPLY_FALLBACK, subject_id=page.id,
                      reason=reason[:500], breaker_open=generated.breaker_open)
         trace_record_reply(recall=recall, fallback_reason=reason, breaker_open=generated.breaker_open)
-    page_complete(page=page, response=reply, reply_model=generated.model)
+    page_complete(page=page, response=reply, reply_model=generated.model, embedding=generated.embedding)
     work = after_reply_work(recall.policy)
     if work and recall.trace is not None:  # what the policy asked for (e.g. importance ratings), off the reply path
         trace_id = recall.trace.id

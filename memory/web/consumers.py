@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import weakref
+from collections.abc import Coroutine
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -25,7 +26,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from memory.adapters.configured import adapters_state, adapters_wait_ready
-from memory.services.chat import ChatTurn, UnknownSona, chat_turn_accept, chat_turn_frames
+from memory.services.chat import ChatTurn, UnknownSona, chat_open, chat_turn_accept, chat_turn_frames
 from memory.services.common import MemoryInputError
 from memory.services.turn_input import turn_input_limits
 from memory.web.rate_limit import rate_limit_wait
@@ -63,8 +64,13 @@ async def turns_drain(timeout: float | None = None) -> None:
 def turn_start(turn: ChatTurn) -> asyncio.Task:
     """Run a turn in the background, sending its frames to the user's tabs; it outlives the socket
     that asked for it."""
+    return _background(_turn_send(turn))
+
+
+def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task:
+    """Run `work` on this loop, counted among the turns that turns_drain waits for."""
     tasks = _loop_tasks()
-    task = asyncio.create_task(_turn_send(turn))
+    task = asyncio.create_task(work)
     tasks.add(task)
     task.add_done_callback(tasks.discard)
     return task
@@ -106,6 +112,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                               "max_frame_bytes": cfg["MAX_FRAME_BYTES"], "models": models})
         if models == "loading":
             self.models_waiter = asyncio.create_task(self._models_ready())
+        _background(chat_open(user_id=self.user_id))  # while the user writes their first message
 
     async def _models_ready(self) -> None:
         """Tell this socket when the server's warm-up has ended (the chat shows it loading till then)."""
@@ -159,29 +166,32 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error("unknown_type", f"Unknown frame type {str(content.get('type'))[:40]!r}.")
 
     async def _message(self, content: dict) -> None:
-        if not await self._still_signed_in():
-            await self.send_error("signed_out", "You have signed out; reload the page to sign in again.")
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
         try:
-            turn = await database_sync_to_async(chat_turn_accept)(
-                user_id=self.user_id, message=content.get("text"), files=content.get("files"),
-                sona=content.get("sona"))
+            turn = await self._accept(content)
         except UnknownSona as exc:
             await self.send_error("unknown_sona", str(exc))
             return
         except MemoryInputError as exc:
             await self.send_error("invalid", str(exc))
             return
+        if turn is None:
+            await self.send_error("signed_out", "You have signed out; reload the page to sign in again.")
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
         await broadcast(self.user_id, turn.user_frame())
         turn_start(turn)
 
     @database_sync_to_async
-    def _still_signed_in(self) -> bool:
-        """The socket was authenticated when it opened; signing out elsewhere ends its rights."""
+    def _accept(self, content: dict) -> ChatTurn | None:
+        """The message checked (chat_turn_accept), or None when the user has signed out: the socket
+        was authenticated when it opened, and signing out elsewhere ends its rights. One call on
+        the thread every socket's database calls share, not one for each."""
         session = self.scope.get("session")
         key = getattr(session, "session_key", None)
-        return bool(key) and session.exists(key)
+        if not key or not session.exists(key):
+            return None
+        return chat_turn_accept(user_id=self.user_id, message=content.get("text"), files=content.get("files"),
+                                sona=content.get("sona"))
 
     async def chat_frame(self, event: dict) -> None:
         """A frame broadcast to the user's group."""

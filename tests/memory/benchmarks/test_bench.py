@@ -309,6 +309,7 @@ def test_ws_load_against_a_live_server(memory_env):
     assert result["sent"] == 6 and result["replies"] == 6 and result["stored"] == 6
     assert result["error_count"] == 0 and result["engine"] == "offline"
     assert 0 < result["first_token_ms"]["p50"] <= result["reply_ms"]["p95"]
+    assert [ms["n"] for ms in result["first_token_ms_by_message"]] == [3, 3]  # each session's 1st, 2nd
     assert result["server_rss"] > 0
     assert result["settled_s"] >= 0  # the maintenance of every turn caught up after the load (NaN: it did not)
     assert result["server_errors"] == ""  # no degraded recall, no socket that died with a traceback

@@ -346,3 +346,26 @@ def test_importance_reorders_candidates_the_relevance_core_ranks_apart(make_user
     weighed = seeds(3.0)
     assert dict(weighed) == pytest.approx({cid: vector[cid] + 3.0 * importance[cid] for cid in vector}, abs=1e-4)
     assert [cid for cid, _ in weighed] == [str(node(page).pk) for page in (bread, starter, shoes)]
+
+
+def test_a_sona_name_with_no_stored_embedding_is_embedded_once_per_process(make_user, memory_env, monkeypatch):
+    """A sona whose name embedding is missing (made before names were embedded, or the embedder
+    failed) gets its name embedded by recall: once, not on every recall, with the same terms."""
+    from memory.models import Sona
+
+    user = make_user()
+    sona = sona_get_or_create(user=user, name="lighthouse keeper")
+    Sona.objects.filter(pk=sona.pk).update(name_embedding=b"")
+    sona.refresh_from_db()
+    say(user, "My sourdough starter is called Bubbles.", sona=sona)
+    embedder = configured.embedder()
+    asked: list[list[str]] = []
+    original = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts: asked.append(list(texts)) or original(texts))
+    recalls = [recall_for_query(user=user, query="What is my starter called?", sona=sona, policy="memoria",
+                                turn_tiers=BOTH) for _ in range(3)]
+    assert sum(texts == ["lighthouse keeper"] for texts in asked) <= 1
+    terms = [[(entry["cid"], entry["sona"]) for entry in recall.trace.payload["memoria"]["seeds"]]
+             for recall in recalls]
+    assert terms[0] and all(sona == pytest.approx(1.0) for _, sona in terms[0])
+    assert terms[0] == terms[1] == terms[2]

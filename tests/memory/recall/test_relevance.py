@@ -272,3 +272,16 @@ def test_a_fact_learned_from_a_page_lifts_that_page_s_turns_by_its_cosine(two_se
     KnowledgeFact.objects.filter(id=fact.id).update(repressed=True)
     found = with_facts()
     assert not found.parts[:, long_term].any()
+
+
+def test_the_seq_pos_and_day_columns_are_the_facts_read_once():
+    # sessions by the day each turn was said (TurnFact.day), boundaries and before 1970 too
+    said = [0.0, DAY - 0.001, DAY, 10.5 * DAY, -1.0, -DAY - 0.5]
+    facts = [TurnFact(seq, pos, "Ana", at) for seq, pos, at in zip([4, 4, 5, 9, 1, 1], [0, 1, 0, 2, 0, 1], said,
+                                                                      strict=True)]
+    found = relevance_of([0.0] * len(facts), facts)
+    seq, pos, day = found._columns
+    assert seq.tolist() == [4, 4, 5, 9, 1, 1] and pos.tolist() == [0, 1, 0, 2, 0, 1]
+    assert day.tolist() == [fact.day for fact in facts] == [0, 0, 1, 10, -1, -2]
+    assert found.seq is seq  # read once
+    assert relevance_of([], []).ranked(3) == [] and relevance_of([], []).page_scores() == {}

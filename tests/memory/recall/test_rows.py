@@ -105,3 +105,15 @@ def test_fixed_items_read_the_profile_and_the_positive_traits_best_first(make_us
                                                 ("user_trait", "openness")]
     assert items[0].text == "name: Ana; born: 1990; city: Porto"
     assert [i.score for i in items[1:]] == [0.9, 0.4]
+
+
+def test_values_give_the_fields_in_the_order_asked_converted_as_the_orm_would(make_user) -> None:
+    user = make_user()
+    first, second = pages_of(user, 2)
+
+    found = reads.values(DialoguePage, ("seq", "id", "timestamp"), equal={"user": user.pk},
+                         among={"seq": [first.seq, second.seq, 999]}, order_by=("-seq",))
+
+    expected = list(DialoguePage.objects.filter(user=user).order_by("-seq").values_list("seq", "id", "timestamp"))
+    assert found == expected and isinstance(found[0][1], uuid.UUID)
+    assert reads.values(DialoguePage, ("seq",), equal={"user": user.pk}, among={"seq": []}) == []

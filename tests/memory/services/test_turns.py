@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memory.adapters import configured
-from memory.models import DialoguePage, LifecycleEvent, PageStatus, RetrievalTrace, Tier
+from memory.models import DialoguePage, LifecycleEvent, PageStatus, RetrievalTrace, Tier, vector_to_bytes
 from memory.selectors.recall_panel import turn_recall
 from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
@@ -236,3 +236,62 @@ def test_after_repeated_failures_replies_skip_the_model_and_the_recall_panel_say
     client.force_login(user)
     panel = client.get(reverse("turn_recall", args=[result.page.id])).content.decode()
     assert "circuit breaker was open" in panel
+
+
+class CountingEmbedder:
+    """The configured embedder, with every text it was asked to embed written down."""
+
+    def __init__(self, real) -> None:
+        self.real, self.texts = real, []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return self.real.embed(texts)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.fixture
+def counting_embedder(monkeypatch):
+    spy = CountingEmbedder(configured.embedder())
+    monkeypatch.setattr(configured, "embedder", lambda: spy)
+    return spy
+
+
+def test_an_offline_reply_page_is_stored_with_the_recalls_query_vector(make_user, counting_embedder):
+    # The offline reply's page is indexed by the message alone (page_text): the same words the
+    # recall embeds, so the message is embedded once, not once for the recall and once for the page.
+    user = make_user()
+    sona_get_or_create(user=user)
+    counting_embedder.texts.clear()  # the sona's name
+    message = "My sister moved to Lisbon last spring."
+    turn_run(user=user, message=message)
+    assert counting_embedder.texts.count(message) == 1  # (maintenance, inline here, embeds what it makes)
+    page = DialoguePage.objects.get(user=user)
+    assert page.embedding == vector_to_bytes(configured.embedder().embed([message])[0])
+    hits = configured.vector_index().search(user_id=str(user.pk), vector=list(page.to_engine().embedding),
+                                            limit=1, kind="page")
+    assert [h.id for h in hits] == [str(page.id)]
+    # The trace counts the embedding as its own, as a recall that embeds the query does.
+    trace = RetrievalTrace.objects.get(user=user)
+    assert trace.payload["embedding_ms"] > 0
+    assert trace.payload["timings_order"][0] == "embedding wait"
+    assert sum(trace.payload["timings_ms"].values()) == pytest.approx(trace.latency_ms, abs=0.5)
+
+
+def test_a_model_reply_page_is_embedded_with_its_reply(make_user, memory_env, openai_server, counting_embedder):
+    memory_env.LLM_ENABLED, memory_env.OPENAI_BASE_URL = True, openai_server.base_url
+    memory_env.OPENAI_API_KEY = "sk-test"
+    configured.chat_model.cache_clear()
+    user = make_user()
+    sona_get_or_create(user=user)
+    counting_embedder.texts.clear()  # the sona's name
+    message = "What should I plant in May?"
+    result = turn_run(user=user, message=message)
+    assert not result.offline
+    said = f"{message}\n{result.reply}"
+    asked = list(counting_embedder.texts)
+    assert asked.count(message) == 1 and asked.count(said) == 1 and asked.index(message) < asked.index(said)
+    page = DialoguePage.objects.get(user=user)
+    assert page.embedding == vector_to_bytes(configured.embedder().embed([said])[0])

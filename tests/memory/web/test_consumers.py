@@ -207,6 +207,30 @@ async def test_reply_streams_token_by_token_then_a_final_frame(channel_layer, an
     await tab.disconnect()
 
 
+async def test_opening_a_socket_makes_a_new_users_default_sona_before_any_message(channel_layer, ana):
+    # The chat page makes it as it loads; a socket opened without the page makes it in the
+    # background, so that the first message does not wait for it (it embeds the sona's name).
+    user, cookie = ana
+    tab = await open_socket(cookie)
+
+    def sonas():
+        return list(Sona.objects.filter(user=user).values_list("name", "is_default"))
+
+    def embedded() -> bool:  # made, and its name embedded
+        return Sona.objects.filter(user=user).exclude(name_embedding=b"").exists()
+
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
+    while not await database_sync_to_async(embedded)():
+        assert asyncio.get_running_loop().time() < deadline, "the default sona was never made"
+        await asyncio.sleep(0.05)
+    assert await database_sync_to_async(sonas)() == [("assistant", True)]
+    await tab.send_json_to({"type": "message", "text": "Hello again."})
+    frames = await frames_until(tab, final)
+    assert frames[0]["sona"] == "assistant" and frames[-1]["type"] == "turn.done"
+    assert await database_sync_to_async(sonas)() == [("assistant", True)]  # made once
+    await tab.disconnect()
+
+
 async def test_reply_uses_the_chosen_persona(channel_layer, ana):
     user, cookie = ana
     chef = await database_sync_to_async(Sona.objects.create)(user=user, name="chef",
