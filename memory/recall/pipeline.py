@@ -45,7 +45,7 @@ def _embedding_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
 
 
-def _embed_in_background(query: str) -> Future[tuple[list[float], float]]:
+def embed_in_background(query: str) -> Future[tuple[list[float], float]]:
     """The query's vector and the milliseconds its embedding took, computed on another thread;
     an embedder's error is raised by result()."""
     def embed() -> tuple[list[float], float]:
@@ -130,8 +130,12 @@ def _stm_scored(pages: list[DialoguePage], query_vector: Sequence[float]) -> lis
 
 def gather(*, user, query: str, sona=None, exclude_page_id=None, now: datetime | None = None,
            query_vector: Sequence[float] | None = None, policy: str | None = None,
-           turn_tiers: tuple[str, ...] = (Tier.MTM,)) -> Gathered:
+           turn_tiers: tuple[str, ...] = (Tier.MTM,),
+           embedding: Future[tuple[list[float], float]] | None = None) -> Gathered:
     """Everything the reply may use, best first per tier, each item with its score breakdown.
+
+    `embedding` is the query's vector already being computed (embed_in_background: a turn starts
+    it while it stores the message); the recall waits for it where it would wait for its own.
 
     `policy` names a registered policy (default: the MEMORYOS_RECALL_POLICY setting); an unknown
     name raises UnknownPolicyError.
@@ -143,7 +147,8 @@ def gather(*, user, query: str, sona=None, exclude_page_id=None, now: datetime |
     # profile and the policy's early search (the hybrid policy's BM25 list, which at 100,000
     # pages takes as long as the embedding). ONNX Runtime releases the GIL for the forward pass
     # (Edge's searches and the database reads hold it), so the two run at once on two cores.
-    embedding = _embed_in_background(query) if query_vector is None else None
+    if embedding is None and query_vector is None:
+        embedding = embed_in_background(query)
     stm_pages = _stm_pages(user, exclude_page_id, params.stm_capacity, with_vectors=True)
     watch.lap(STM_PART)
     fixed = long_term.fixed_items(user=user, sona=sona)

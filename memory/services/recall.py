@@ -4,6 +4,7 @@ and why. What is recalled is memory/recall/ (read only)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -124,7 +125,8 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                      page: DialoguePage | None = None, now: datetime | None = None,
                      update_heat: bool = True, record_trace: bool = True,
                      query_vector: list[float] | None = None, policy: str | None = None,
-                     turn_tiers: tuple[str, ...] = (Tier.MTM,)) -> Recall:
+                     turn_tiers: tuple[str, ...] = (Tier.MTM,),
+                     embedding: Future[tuple[list[float], float]] | None = None) -> Recall:
     """Everything the reply may use, best first per tier (memory/recall/pipeline.py), the chosen
     segments' visits and a stored trace of why.
 
@@ -132,7 +134,8 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
     benchmark rank utterances over STM too (the prompt has STM whole anyway).
     """
     found = pipeline.gather(user=user, query=query, sona=sona, exclude_page_id=exclude_page_id, now=now,
-                            query_vector=query_vector, policy=policy, turn_tiers=turn_tiers)
+                            query_vector=query_vector, policy=policy, turn_tiers=turn_tiers,
+                            embedding=embedding)
     ranking, watch, context = found.ranking, found.watch, found.context
     trace = None
     with _bookkeeping(writes=update_heat or record_trace):

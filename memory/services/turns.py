@@ -8,12 +8,10 @@ work after replies yields to those (memory/services/after_reply.py).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +26,7 @@ from memory.engine import offline
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
-from memory.recall.pipeline import EMBED_PART
+from memory.recall.pipeline import embed_in_background
 from memory.services.after_reply import maintenance_schedule, replies_under_way
 from memory.services.common import embed_or_none
 from memory.services.events import event_record
@@ -137,61 +135,21 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
     return GeneratedReply(reply, OFFLINE_MODEL_NAME, reason, breaker_open)
 
 
-@functools.cache
-def _embedding_threads() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="turn-embedding")
-
-
-def _embed_in_background(text: str) -> Future[tuple[list[float], float]]:
-    """The message's vector and the milliseconds its embedding took, computed on another thread
-    while the message is stored; an embedder's error is raised by result()."""
-    def embed() -> tuple[list[float], float]:
-        started = time.perf_counter()
-        vector = configured.embedder().embed([text])[0]
-        return vector, round((time.perf_counter() - started) * 1000, 3)
-
-    return _embedding_threads().submit(embed)
-
-
 def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str,
                        embedding: Future[tuple[list[float], float]] | None = None) -> Recall:
     """Recall, or when the vector store (or the embedder) fails, STM from the database alone:
     the reply degrades, the turn is never lost.
 
     `embedding` is the query's vector being computed (the message's words, which are what the
-    recall embeds); the recall then waits for it instead of embedding the query again, and its
-    trace counts that wait and the embedding's time as its own."""
+    recall embeds); the recall waits for it where it would wait for its own."""
     try:
-        if embedding is None:
-            return recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
-                                    policy=policy)
-        started = time.perf_counter()
-        vector, embedding_ms = embedding.result()
-        wait_ms = round((time.perf_counter() - started) * 1000, 3)
-        recall = recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
-                                  policy=policy, query_vector=vector)
-        _count_embedding_wait(recall, wait_ms=wait_ms, embedding_ms=embedding_ms)
-        return recall
+        return recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
+                                policy=policy, embedding=embedding)
     except Exception as exc:  # Qdrant, the embedder or the network: any of them may fail here
         log.warning("event=recall_degraded user=%s error=%r", user.pk, exc)
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.RECALL_DEGRADED, subject_id=page.id,
                      error=repr(exc)[:500])
         return recall_stm_only(user=user, query=page.query, exclude_page_id=page.id)
-
-
-def _count_embedding_wait(recall: Recall, *, wait_ms: float, embedding_ms: float) -> None:
-    """The trace of a recall given its vector, as if the recall had embedded the query itself."""
-    recall.timings_ms = {EMBED_PART: wait_ms, **recall.timings_ms}
-    recall.latency_ms += wait_ms
-    recall.embedding_ms = embedding_ms
-    trace = recall.trace
-    if trace is None:
-        return
-    trace.payload["timings_ms"] = {EMBED_PART: wait_ms, **trace.payload.get("timings_ms", {})}
-    trace.payload["timings_order"] = [EMBED_PART, *trace.payload.get("timings_order", [])]
-    trace.payload["embedding_ms"] = embedding_ms
-    trace.latency_ms += wait_ms
-    trace.save(update_fields=["payload", "latency_ms"])
 
 
 @dataclass
@@ -256,7 +214,7 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     sona = sona or sona_get_or_create(user=user)
     policy = policy_choose(requested=checked.policy, sona=sona)
     attached = files_for_turn(user=user, cids=checked.files)
-    embedding = _embed_in_background(checked.message)  # while the message is stored
+    embedding = embed_in_background(checked.message)  # while the message is stored
     page = page_start(user=user, query=checked.message, sona=sona, files=attached)
     if on_stored is not None:
         on_stored(page)

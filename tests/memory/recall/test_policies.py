@@ -85,8 +85,9 @@ def test_a_registered_policy_is_selectable_by_setting_and_traced(toy, make_user,
     assert trace.policy == "toy" and trace.payload["policy"] == "toy"
     assert trace.payload["toy"] == {"early": ["tangerine"]}
     parts = [part for part, _ in trace_timings(trace.payload)]
-    # The turn embeds the message beside storing it, so its recall starts with the vector's wait.
-    assert parts == ["embedding wait", "STM pages", "profile and traits", "toy early", "facts and agent traits",
+    # The turn starts embedding the message as it stores it; its recall waits for that vector
+    # where it would wait for its own, after what needs no vector.
+    assert parts == ["STM pages", "profile and traits", "toy early", "embedding wait", "facts and agent traits",
                      "toy ranking", "segment visits"]
     assert "toy_memory:toy-1" in trace.payload["prompt"]["included"]
     assert "TOY recalls tangerine" in result.prompt.messages[0].content
