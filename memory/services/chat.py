@@ -43,12 +43,10 @@ from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
 from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
-from memory.services.users import sona_get_or_create
+from memory.services.users import DEFAULT_SONA_NAME, sona_get_or_create
 
 log = logging.getLogger(__name__)
 
-# The name sona_get_or_create (memory/services/users.py) gives a user's first sona.
-DEFAULT_SONA_NAME = "assistant"
 GENERIC_FAILURE = "Something went wrong while replying; please try again in a moment."
 
 

@@ -62,15 +62,19 @@ def sona_name_validate(name: str) -> str:
     return name
 
 
+# The name of a user's first sona, made when they first chat.
+DEFAULT_SONA_NAME = "assistant"
+
+
 def sona_get_or_create(*, user, name: str | None = None, profile: str = "", recall_policy: str = "") -> Sona:
-    """The named sona, or the user's default one ("assistant"). A new sona gets the profile and
+    """The named sona, or the user's default one (DEFAULT_SONA_NAME). A new sona gets the profile and
     the recall policy given (blank: the server's default policy). A name the chat's form would
     refuse is refused."""
     if not name:
         default = Sona.objects.filter(user=user, is_default=True).first()
         if default:
             return default
-        name = "assistant"
+        name = DEFAULT_SONA_NAME
     if len(profile) > SONA_PROFILE_MAX_CHARS:
         raise MemoryInputError(f"A sona's profile is at most {SONA_PROFILE_MAX_CHARS} characters.")
     sona, created = Sona.objects.get_or_create(
