@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from django.db.models import QuerySet
+
 from memory.adapters import configured
 from memory.models import UserMemoryState
 
@@ -31,6 +33,17 @@ def lock_user_state(user_id: int) -> UserMemoryState:
         UserMemoryState.objects.get_or_create(user_id=user_id)
         state = UserMemoryState.objects.select_for_update().get(user_id=user_id)
     return state
+
+
+def lock_user_state_writing(user_id: int, **changes) -> QuerySet[UserMemoryState]:
+    """Lock the user's state row (inside a transaction) by writing `changes` to it: one statement
+    where lock_user_state and a save take two; the row is made first if the user has none yet.
+    Returns the row's queryset."""
+    states = UserMemoryState.objects.filter(user_id=user_id)
+    if not states.update(**changes):
+        lock_user_state(user_id)
+        states.update(**changes)
+    return states
 
 
 def embed_or_none(texts: Sequence[str]) -> list[list[float]] | None:

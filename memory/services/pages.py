@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -25,11 +25,10 @@ from memory.models import (
     MemoryNode,
     PageStatus,
     Sona,
-    UserMemoryState,
     vector_to_bytes,
 )
 from memory.services import graph, memoria
-from memory.services.common import embed_or_none, lock_user_state
+from memory.services.common import embed_or_none, lock_user_state_writing
 from memory.services.events import event_record
 from memory.services.files import files_attach
 from memory.services.turn_input import validate_message
@@ -56,20 +55,9 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
     return page
 
 
-def _user_state_locked(user_id: int, **changes) -> QuerySet[UserMemoryState]:
-    """Lock the user's state row (inside a transaction) by writing `changes` to it, as
-    lock_user_state locks it by reading, in one statement where that takes two; the row is made
-    first if the user has none yet. Returns the row's queryset."""
-    states = UserMemoryState.objects.filter(user_id=user_id)
-    if not states.update(**changes):
-        lock_user_state(user_id)
-        states.update(**changes)
-    return states
-
-
 def _seq_take(user_id: int) -> int:
     """The user's next page seq, counted up under the user's lock (inside a transaction)."""
-    return _user_state_locked(user_id, next_seq=F("next_seq") + 1).values_list("next_seq", flat=True).get() - 1
+    return lock_user_state_writing(user_id, next_seq=F("next_seq") + 1).values_list("next_seq", flat=True).get() - 1
 
 
 def page_text(query: str, response: str, reply_model: str = "", attachments: str = "") -> str:
@@ -95,7 +83,7 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
     keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", text)))
     with transaction.atomic():
         # The user's lock, and maintenance marked due: committed with the reply, before any job is queued
-        _user_state_locked(page.user_id, maintenance_due=True)
+        lock_user_state_writing(page.user_id, maintenance_due=True)
         # Maintenance may have moved the page while the reply streamed; keep where it is now.
         page.refresh_from_db(fields=["tier", "segment"])
         page.response = response
