@@ -20,6 +20,9 @@ The API, kept small on purpose:
 - `progress(total, desc, enabled=True)`, `progress_iter(items, desc, enabled=True)`: tqdm bars
   on stderr, so that stdout stays clean for --json.
 - `timed_ms(call)`: (milliseconds, result) of one call.
+- `embeddings_metered()`: a context manager yielding an `EmbeddingMeter` that counts the texts
+  the product embeds inside the block and the time their embedding took (the floor of a write
+  path that must embed them).
 - `peak_rss_mb()`, `current_rss_mb()`, `dir_size_mb(path)`, `database_size_mb()`, `today()`,
   `machine()`: what a result records about where and when it was measured.
 """
@@ -337,6 +340,55 @@ def readdress_per_write():
     from memory.services import graph
 
     return mock.patch.object(graph, "readdress_once", nullcontext)
+
+
+@dataclass
+class EmbeddingMeter:
+    """Texts embedded and seconds spent embedding them, summed over the calls in a block."""
+
+    calls: int = 0
+    texts: int = 0
+    seconds: float = 0.0
+
+    def per(self, units: int) -> dict[str, float]:
+        """Texts and embedding milliseconds per unit (a turn, a page), and the units a second the
+        embeddings alone would allow: what no other saving can take a write path past."""
+        if units <= 0 or self.seconds <= 0:
+            return {"texts": math.nan, "ms": math.nan, "ceiling_per_s": math.nan}
+        return {"texts": round(self.texts / units, 2), "ms": round(1000 * self.seconds / units, 2),
+                "ceiling_per_s": round(units / self.seconds, 1)}
+
+
+class _MeteredEmbedder:
+    """The configured embedder, its embed() calls counted into a meter."""
+
+    def __init__(self, inner, meter: EmbeddingMeter) -> None:
+        self._inner, self._meter = inner, meter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def embed(self, texts):
+        started = time.perf_counter()
+        try:
+            return self._inner.embed(texts)
+        finally:
+            self._meter.calls += 1
+            self._meter.texts += len(texts)
+            self._meter.seconds += time.perf_counter() - started
+
+
+@contextmanager
+def embeddings_metered(meter: EmbeddingMeter | None = None) -> Iterator[EmbeddingMeter]:
+    """Count what the product embeds inside the block (every write embeds through
+    memory.adapters.configured.embedder), into `meter` when given (to sum several blocks)."""
+    from unittest import mock
+
+    from memory.adapters import configured
+
+    meter, real = meter or EmbeddingMeter(), configured.embedder
+    with mock.patch.object(configured, "embedder", lambda: _MeteredEmbedder(real(), meter)):
+        yield meter
 
 
 def timed_ms(call: Callable[[], Any]) -> tuple[float, Any]:

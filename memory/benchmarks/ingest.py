@@ -12,6 +12,10 @@ Each variant imports the conversation --repeat times, each time for a fresh user
 fresh database and vector shard, the variants taking turns. The end states are compared (pages
 by tier, segments, facts, traits, the graph's CIDs and edges, events): a difference is an error,
 and an error stops the benchmark with no rate.
+
+Each import's embeddings are metered (common.embeddings_metered): the texts embedded a turn, their
+milliseconds a turn, and the turns a second the embeddings alone would allow, a ceiling that no
+saving elsewhere in the write path can lift.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ def run(options: dict, stdout) -> dict:
     variants_on = {BASELINE: common.readdress_per_write,
                    TURN_BY_TURN: nullcontext, BATCHED: nullcontext}
     timings: dict[str, list[float]] = {name: [] for name in variants_on}
+    meters = {name: common.EmbeddingMeter() for name in variants_on}
     states: dict[str, dict] = {}
     with common.bench_env() as env:
         for round_ in range(options["repeat"]):
@@ -87,7 +92,7 @@ def run(options: dict, stdout) -> dict:
                 user = env.make_user("ingest")
                 started = time.perf_counter()
                 try:
-                    with variants_on[name]():
+                    with variants_on[name](), common.embeddings_metered(meters[name]):
                         conversation_import(user=user, conversation=conversation, batched=name == BATCHED,
                                             progress=show)
                 except Exception as exc:
@@ -103,7 +108,8 @@ def run(options: dict, stdout) -> dict:
     turns = conversation.turn_count
     variants = {name: {"seconds": [round(s, 2) for s in values],
                        "turns_per_s": round(turns * len(values) / sum(values), 2),
-                       "ms_per_turn": round(1000 * sum(values) / (turns * len(values)), 1)}
+                       "ms_per_turn": round(1000 * sum(values) / (turns * len(values)), 1),
+                       "embeddings_per_turn": meters[name].per(turns * len(values))}
                 for name, values in timings.items()}
     return {"benchmark": "ingest", "date": common.today(), "machine": common.machine(),
             "file": str(options["file"]), "sample": conversation.sample_id, "turns": turns,
@@ -114,9 +120,12 @@ def run(options: dict, stdout) -> dict:
 
 def render(result: dict) -> str:
     rows = [[name, result["turns"], v["turns_per_s"], v["ms_per_turn"],
-             round(v["turns_per_s"] / result["variants"][BASELINE]["turns_per_s"], 2)]
+             round(v["turns_per_s"] / result["variants"][BASELINE]["turns_per_s"], 2),
+             v["embeddings_per_turn"]["texts"], v["embeddings_per_turn"]["ms"],
+             v["embeddings_per_turn"]["ceiling_per_s"]]
             for name, v in result["variants"].items()]
-    table = common.render_table(["import", "turns", "turns/s", "ms/turn", "vs before"], rows,
+    table = common.render_table(["import", "turns", "turns/s", "ms/turn", "vs before", "texts embedded/turn",
+                                 "embedding ms/turn", "turns/s by the embeddings alone"], rows,
                                 title=f"Importing {result['sample']} ({result['pages']} pages), offline engine")
     return "\n\n".join([table, f"{result['date']}, {result['machine']}; {result['repeat']} import(s) per variant, "
                                "taking turns; all end states equal (pages, segments, facts, traits, CIDs, edges, "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import types
 from pathlib import Path
 
@@ -43,6 +44,28 @@ def test_percentiles_and_table():
     lines = table.splitlines()
     assert lines[0] == "T" and lines[1].split() == ["name", "ms"]
     assert lines[3].endswith(" 1.50") and lines[4].endswith("1,234") and lines[5].endswith("-")
+
+
+def test_the_embedding_meter_counts_texts_and_time_and_gives_the_ceiling(monkeypatch):
+    # hand-computed: 6 texts in 0.5 s over 3 pages = 2 texts and 166.67 ms a page, 6 pages/s at most
+    assert common.EmbeddingMeter(calls=2, texts=6, seconds=0.5).per(3) == {
+        "texts": 2.0, "ms": 166.67, "ceiling_per_s": 6.0}
+    assert math.isnan(common.EmbeddingMeter().per(3)["ceiling_per_s"])
+
+    class Fake:
+        dimension = 2
+
+        def embed(self, texts):
+            return [[1.0, 0.0] for _ in texts]
+
+    monkeypatch.setattr(configured, "embedder", lambda: Fake())
+    total = common.EmbeddingMeter()
+    for _ in range(2):
+        with common.embeddings_metered(total) as meter:
+            assert configured.embedder().embed(["a", "b", "c"]) == [[1.0, 0.0]] * 3
+            assert configured.embedder().dimension == 2
+    assert meter is total and (total.calls, total.texts) == (2, 6) and total.seconds > 0
+    assert isinstance(configured.embedder(), Fake)  # put back after the block
 
 
 def test_missing_benchmark_module_is_reported():
@@ -287,6 +310,10 @@ def test_ingest_times_three_imports_with_the_same_end_state(memory_env, tmp_path
     assert list(result["variants"]) == [ingest.BASELINE, ingest.TURN_BY_TURN, ingest.BATCHED]
     assert all(v["turns_per_s"] > 0 and len(v["seconds"]) == 1 for v in result["variants"].values())
     assert "vs before" in ingest.render(result)
+    # every import embeds its turns; the embeddings alone allow more turns a second than the whole import
+    for variant in result["variants"].values():
+        embedded = variant["embeddings_per_turn"]
+        assert embedded["texts"] >= 1 and embedded["ceiling_per_s"] >= variant["turns_per_s"]
     assert not get_user_model().objects.filter(username__startswith="ingest-").exists()
 
 

@@ -55,6 +55,10 @@ def test_a_page_written_on_a_bulk_built_store_goes_through_the_real_write_path(m
         assert set(result["variants"]) == {scale.BEFORE_WRITE, scale.WRITE}
         assert all(v["n"] == 1 and v["pages_per_s"] > 0 for v in result["variants"].values())
         assert result["speedup"] > 0
+        # a page embeds its text, its utterances and the segment it joins: the ceiling is above the rate
+        for measured in (*result["variants"].values(), result["burst"]):
+            assert measured["embeddings"]["texts"] >= 2
+            assert measured["embeddings"]["ceiling_per_s"] >= measured["pages_per_s"]
         # and one page more as a burst: stored, then one maintenance run that indexed and moved it
         assert result["burst"]["pages"] == 1 and result["burst"]["pages_per_s"] > 0
         written = DialoguePage.objects.filter(user=user, reply_model="bench")
