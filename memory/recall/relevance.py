@@ -33,6 +33,10 @@ from memory.models import DialoguePage, Tier
 from memory.recall import rows
 from memory.recall.turn_facts import TurnFact, turn_facts
 
+# What turn pairs read of a turn's point: whether it asks, whether it ends its page
+# (memory/services/utterances.py writes them).
+TURN_FLAGS = ("asks", "last")
+
 # The project's parameters; a benchmark's ablation runs with some parts switched off.
 PARAMS = scoring.HybridParams()
 
@@ -174,7 +178,7 @@ def turn_relevance(*, user, query: str, query_vector: Sequence[float], now, tier
     result = _score(facts, dense, sparse, feedback, hop, named, window, params, learned)
     result.bridge = bridge
     if params.pair_weight > 0 and params.pair_questions > 0:
-        _lift_answers(user, result)
+        _lift_answers(index, user, result)
     if params.meaning_weight > 0:
         _smooth_by_meaning(index, user_id, result)
     return result
@@ -197,23 +201,35 @@ def _smooth_by_meaning(index, user_id: str, found: TurnRelevance) -> None:
     found.final = found.final + found.meaning
 
 
-def _lift_answers(user, found: TurnRelevance) -> None:
+def _lift_answers(index, user, found: TurnRelevance) -> None:
     """Turn pairs: each of the best `pair_questions` turns that asks something lends its answer
     (the next turn, said by another participant, when it is a candidate) a share of its content
-    score (scoring.answer_lift). Reads the asking turns' pages in one query."""
+    score (scoring.answer_lift). Whether a turn asks and whether it ends its page are read from
+    its point (indexing writes them, utterances.turn_flags), for those turns only; the pages of
+    turns indexed before that are read instead, in one query."""
     params = found.params
     top = scoring.best_first(found.final, found.seq, found.pos, params.pair_questions).tolist()
-    seqs = sorted({found.facts[found.keys[i]].seq for i in top})
+    flags = index.get_payloads(user_id=str(user.pk), ids=[found.keys[i] for i in top], fields=TURN_FLAGS)
+    unflagged = sorted({found.facts[found.keys[i]].seq for i in top
+                        if not all(name in flags.get(found.keys[i], {}) for name in TURN_FLAGS)})
     pages = {page.seq: page.utterances or [] for page in rows.rows(
-        DialoguePage, ("seq", "utterances"), equal={"user": user.pk, "repressed": False}, among={"seq": seqs})}
-    at = {(fact.seq, fact.pos): i for i, fact in ((i, found.facts[key]) for i, key in enumerate(found.keys))}
+        DialoguePage, ("seq", "utterances"), equal={"user": user.pk, "repressed": False},
+        among={"seq": unflagged})} if unflagged else {}
     pairs = []
     for i in top:
-        fact = found.facts[found.keys[i]]
-        said = pages.get(fact.seq, [])
-        if fact.pos >= len(said) or not scoring.asks(said[fact.pos].get("text", "")):
+        fact, flagged = found.facts[found.keys[i]], flags.get(found.keys[i], {})
+        if all(name in flagged for name in TURN_FLAGS):
+            asks, turns_in_page = bool(flagged["asks"]), fact.pos + (1 if flagged["last"] else 2)
+        else:
+            said = pages.get(fact.seq, [])
+            if fact.pos >= len(said):
+                continue
+            asks, turns_in_page = scoring.asks(said[fact.pos].get("text", "")), len(said)
+        if not asks:
             continue
-        answer = at.get(scoring.next_turn(fact.seq, fact.pos, len(said)))
+        seq, pos = scoring.next_turn(fact.seq, fact.pos, turns_in_page)
+        at = np.flatnonzero((found.seq == seq) & (found.pos == pos))  # the candidate there, if any
+        answer = int(at[-1]) if len(at) else None
         if answer is not None and found.facts[found.keys[answer]].speaker != fact.speaker:
             pairs.append((i, answer))
     content = found.parts[:, :scoring.CONTENT_COLUMNS].sum(axis=1)

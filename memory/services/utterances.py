@@ -17,6 +17,7 @@ from memory.engine import hybrid_scoring as scoring
 from memory.engine.ports import VectorPoint
 from memory.models import OFFLINE_MODEL_NAME, DialoguePage, PageStatus, Tier
 from memory.recall.turn_facts import TurnFact, turn_facts
+from memory.services.common import lock_user_state
 
 TURN_NAMESPACE = uuid.UUID("6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10")
 INDEX_BATCH = 32
@@ -116,9 +117,16 @@ def turn_points(pages: Sequence[DialoguePage], before: dict | None, params: scor
             payload={"user_id": str(page.user_id), "kind": "turn", "tier": page.tier,
                      "segment_id": str(page.segment_id) if page.segment_id else "", "page_id": str(page.id),
                      "seq": page.seq, "pos": pos, "speaker": utt["speaker"], "source_id": utt.get("id", ""),
-                     "timestamp": page.timestamp.timestamp()},
+                     "timestamp": page.timestamp.timestamp(), **turn_flags(page.utterances, pos)},
         ))
     return points
+
+
+def turn_flags(said: Sequence[dict], pos: int) -> dict[str, bool]:
+    """What turn pairs need of a turn besides its place (TurnFact.asks, TurnFact.last): whether it
+    asks something and whether it ends its page. Kept in the payload so that recall reads no page
+    to find them."""
+    return {"asks": scoring.asks(said[pos].get("text", "")), "last": pos == len(said) - 1}
 
 
 def _utterance_before(page: DialoguePage) -> dict | None:
@@ -161,3 +169,29 @@ def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
             for page in pages:
                 DialoguePage.objects.filter(id=page.id).update(utterances=page.utterances, turns_indexed=True)
         done += len(pages)
+
+
+def turn_flags_backfill(*, user_id: int) -> int:
+    """Write the turn flags (turn_flags) into the turn points of a user's pages indexed before
+    indexing wrote them; returns the pages done. Idempotent; recall is right before and after
+    (turn pairs read the page of a point without them). Under the user's lock, so that no
+    correction re-indexes a page between the read of its utterances and the write."""
+    done = 0
+    index = configured.vector_index()
+    pages = (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, turns_indexed=True,
+                                         repressed=False)
+             .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True).order_by("seq")
+             .only("id", "user_id", "seq", "utterances"))
+    with transaction.atomic():
+        lock_user_state(user_id)
+        for start in range(0, pages.count(), INDEX_BATCH * 8):
+            by_flags: dict[tuple[bool, bool], list[str]] = {}
+            for page in pages[start:start + INDEX_BATCH * 8]:
+                for pos in range(len(page.utterances or ())):
+                    flags = turn_flags(page.utterances, pos)
+                    by_flags.setdefault((flags["asks"], flags["last"]), []).extend(
+                        [turn_point_id(page, pos), legacy_turn_point_id(page.id, pos)])
+                done += 1
+            for (asks, last), ids in by_flags.items():
+                index.set_payload(user_id=str(user_id), ids=ids, payload={"asks": asks, "last": last})
+    return done

@@ -199,6 +199,46 @@ def test_a_question_among_the_best_lends_its_answer_a_share_of_its_content(quest
         dict(zip(off.keys, off.final.tolist(), strict=True)))
 
 
+def test_turn_pairs_read_whether_a_turn_asks_from_its_point_not_its_page(question_and_answer, monkeypatch):
+    """Indexing writes whether each turn asks and whether it ends its page into its point; turn
+    pairs read them there, for the best turns only, and read no page. A point indexed before
+    them has its page read: the lift is the same either way."""
+    from dataclasses import replace
+
+    from memory.recall import relevance, rows
+
+    query = "What are the names of Melanie's dogs?"
+    vector = configured.embedder().embed([query])[0]
+    found = turn_relevance(user=question_and_answer, query=query, query_vector=vector, now=ASKED_AT, tiers=BOTH,
+                           params=HybridParams(meaning_weight=0.0))
+    slots = by_slot(found)
+    index = configured.vector_index()
+    payloads = index.get_payloads(user_id=str(question_and_answer.pk), ids=found.keys, fields=("asks", "last"))
+    # D1:1 asks and D1:2 ends the first page; D1:4 asks and ends the second, so its answer is
+    # the first turn of the next page
+    assert [payloads[found.keys[slots[slot]]] for slot in sorted(slots)] == [
+        {"asks": True, "last": False}, {"asks": False, "last": True}, {"asks": False, "last": False},
+        {"asks": True, "last": True}, {"asks": False, "last": True}]
+    reads: list = []
+    read = rows.rows
+    monkeypatch.setattr(rows, "rows",
+                        lambda model, fields, **kw: reads.append(kw.get("among")) or read(model, fields, **kw))
+
+    def lifted(on) -> np.ndarray:
+        again = replace(found, final=found.final - found.answer, answer=None)
+        relevance._lift_answers(on, question_and_answer, again)
+        return again.answer
+
+    assert lifted(index).tolist() == found.answer.tolist() and reads == []
+
+    class Unflagged:  # the points of a store indexed before the flags
+        def get_payloads(self, **kwargs):
+            return {key: {} for key in kwargs["ids"]}
+
+    assert lifted(Unflagged()).tolist() == found.answer.tolist()
+    assert len(reads) == 1 and found.answer[slots[(1, 1)]] > 0
+
+
 def test_a_question_without_a_time_boosts_no_turn(two_sessions):
     found = relevance(two_sessions, "Who did Caroline meet at the parade?")
     assert found.window is None and not found.parts[:, PART_NAMES.index("time")].any()
