@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -28,7 +27,7 @@ from memory.models import (
     vector_to_bytes,
 )
 from memory.services import graph, memoria
-from memory.services.common import embed_or_none, lock_user_state_writing
+from memory.services.common import embed_or_none, lock_user_state_counting_up, lock_user_state_writing
 from memory.services.events import event_record
 from memory.services.files import files_attach
 from memory.services.turn_input import validate_message
@@ -57,7 +56,7 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
 
 def _seq_take(user_id: int) -> int:
     """The user's next page seq, counted up under the user's lock (inside a transaction)."""
-    return lock_user_state_writing(user_id, next_seq=F("next_seq") + 1).values_list("next_seq", flat=True).get() - 1
+    return lock_user_state_counting_up(user_id, "next_seq") - 1
 
 
 def page_text(query: str, response: str, reply_model: str = "", attachments: str = "") -> str:
