@@ -193,6 +193,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         return chat_turn_accept(user_id=self.user_id, message=content.get("text"), files=content.get("files"),
                                 sona=content.get("sona"))
 
+    async def dispatch(self, message: dict) -> None:
+        # Channels closes the old database connections of the thread every socket shares before
+        # each handler: a hop to that thread and back. A turn's frames (every token batch, to
+        # every tab) need no database; under a burst those hops queued the messages' checks
+        # (_accept, on that thread) behind them.
+        if message.get("type") == "chat.frame":
+            await self.chat_frame(message)
+        else:
+            await super().dispatch(message)
+
     async def chat_frame(self, event: dict) -> None:
         """A frame broadcast to the user's group."""
         await self.send_json(event["frame"])
