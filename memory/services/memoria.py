@@ -118,6 +118,14 @@ def sona_membership_add(*, user_id: int, sona: Sona, node: MemoryNode,
     return created
 
 
+def sona_membership_put(*, user_id: int, sona_id, node: MemoryNode, via: str = SonaMembership.Via.ORIGIN) -> None:
+    """Put a memory in a sona, in one INSERT that leaves a membership already there as it is (where
+    sona_membership_add's get_or_create reads first and takes a savepoint): a reply's page joins
+    the sona of its turn."""
+    SonaMembership.objects.bulk_create([SonaMembership(user_id=user_id, sona_id=sona_id, node=node, via=via)],
+                                       ignore_conflicts=True)
+
+
 # ------------------------------------------------------------------ after a reply
 
 def _ratings(user_id: int, texts: list[str], reply: str) -> tuple[list[int], str]:

@@ -90,10 +90,11 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         page.reply_model = reply_model
         page.keywords = keywords
         page.embedding = vector_to_bytes(embedding) if embedding is not None else b""
-        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding"])
-        node = graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page)
+        # The page's node first (from the reply): the page's row is saved once, its CID with it.
+        node = graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page, row_saved=True)
+        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding", "cid"])
         if page.sona_id:  # every memory belongs to a sona: a page to the one it happened in
-            memoria.sona_membership_add(user_id=page.user_id, sona=page.sona, node=node)
+            memoria.sona_membership_put(user_id=page.user_id, sona_id=page.sona_id, node=node)
         memoria.fulltext_page_put(page=page, text=text)
         if embedding is not None:
             point = page_point(page, embedding)

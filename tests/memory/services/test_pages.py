@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -18,7 +20,9 @@ BOOKKEEPING = ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")
 def statements(queries: CaptureQueriesContext) -> list[str]:
     """What each statement did (its first word), the transaction's own aside: they are logged on
     SQLite, not on PostgreSQL."""
-    words = [q["sql"].lstrip().split(None, 1)[0].upper() for q in queries.captured_queries]
+    # an executemany is logged as "<n> times: <sql>"
+    words = [re.sub(r"^\d+ times: ", "", q["sql"].lstrip()).split(None, 1)[0].upper()
+             for q in queries.captured_queries]
     return [word for word in words if word not in BOOKKEEPING]
 
 
@@ -66,3 +70,32 @@ def test_each_way_of_taking_the_lock_makes_a_missing_row_with_its_defaults(make_
     assert (rows[cy.pk].next_seq, rows[cy.pk].recollected_seq, rows[cy.pk].short_term_minutes) == (2, 1, 25.0)
     with transaction.atomic():  # a row there already is left as it is, then locked
         assert lock_user_state(ben.pk).maintenance_due
+
+
+def test_a_reply_is_stored_with_its_node_and_sona_in_as_few_statements(make_user):
+    from memory.adapters.fulltext import fulltext_index
+    from memory.engine.content_ids import content_block, row_content
+    from memory.models import MemoryNode, SonaMembership
+    from memory.services.pages import page_reply_store
+    from memory.services.users import sona_get_or_create
+
+    user = make_user()
+    sona = sona_get_or_create(user=user)
+    page = page_start(user=user, query="My kayak is called Heron.", sona=sona)
+    vector = [1.0] + [0.0] * 383
+    with CaptureQueriesContext(connection) as queries:
+        page_reply_store(page=page, response="A fine name for a kayak.", reply_model="test-model",
+                         embedding=vector)
+    # the user's lock; where maintenance left the page; the node looked for, then inserted with its
+    # block; the page with its CID; its sona; the full-text row replaced
+    assert statements(queries) == ["UPDATE", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "DELETE", "INSERT"]
+    stored = DialoguePage.objects.get(pk=page.pk)
+    node = MemoryNode.objects.get(user=user, kind=MemoryNode.Kind.PAGE, object_id=str(page.pk))
+    data, timestamp = row_content("page", stored)
+    expected_cid, expected_block = content_block(kind="page", data=data, timestamp=timestamp, dependencies={})
+    assert stored.status == PageStatus.COMPLETE and stored.response == "A fine name for a kayak."
+    assert stored.cid == node.cid == expected_cid and bytes(node.block) == expected_block
+    assert list(SonaMembership.objects.filter(node=node).values_list("sona_id", "via")) == [(sona.pk, "origin")]
+    assert [hit.doc_id for hit in fulltext_index().search(user_id=user.pk, text="Heron", limit=5)] == [str(page.pk)]
+    assert UserMemoryState.objects.get(user=user).maintenance_due
+
