@@ -292,5 +292,5 @@ def _turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> dict[str, 
         "recall_url": reverse("turn_recall", args=[page.id]),
         "files": [{"name": f.name, "cid": f.content_cid, "media_type": f.media_type, "size": f.size,
                    "url": reverse("api-1:get_file_content", args=[f.content_cid])}
-                  for f in attached_files(user=user, page_id=page.id)],
+                  for f in (attached_files(user=user, page_id=page.id) if turn.files else ())],
     }
