@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from memory.adapters import configured
@@ -30,7 +31,7 @@ def lock_user_state(user_id: int) -> UserMemoryState:
     lock about six times a page); a new user's row is made first, then locked."""
     state = UserMemoryState.objects.select_for_update().filter(user_id=user_id).first()
     if state is None:
-        UserMemoryState.objects.get_or_create(user_id=user_id)
+        _user_state_make(user_id)
         state = UserMemoryState.objects.select_for_update().get(user_id=user_id)
     return state
 
@@ -41,9 +42,33 @@ def lock_user_state_writing(user_id: int, **changes) -> QuerySet[UserMemoryState
     Returns the row's queryset."""
     states = UserMemoryState.objects.filter(user_id=user_id)
     if not states.update(**changes):
-        lock_user_state(user_id)
+        _user_state_make(user_id)
         states.update(**changes)
     return states
+
+
+def lock_user_state_counting_up(user_id: int, field: str) -> int:
+    """Lock the user's state row (inside a transaction) by counting `field` up by one; its new
+    value. One statement (UPDATE ... RETURNING, which SQLite and PostgreSQL both have) where
+    lock_user_state_writing and a read take two; the row is made first if the user has none yet."""
+    quote = connection.ops.quote_name
+    column = quote(UserMemoryState._meta.get_field(field).column)
+    sql = (f"UPDATE {quote(UserMemoryState._meta.db_table)} SET {column} = {column} + 1 "
+           f"WHERE {quote('user_id')} = %s RETURNING {column}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user_id])
+        row = cursor.fetchone()
+        if row is None:
+            _user_state_make(user_id)
+            cursor.execute(sql, [user_id])
+            row = cursor.fetchone()
+    return int(row[0])
+
+
+def _user_state_make(user_id: int) -> None:
+    """A new user's state row, in one statement (INSERT that leaves a row made meanwhile as it is),
+    where get_or_create takes five with its savepoint: a new user's first turn makes it."""
+    UserMemoryState.objects.bulk_create([UserMemoryState(user_id=user_id)], ignore_conflicts=True)
 
 
 def embed_or_none(texts: Sequence[str]) -> list[list[float]] | None:

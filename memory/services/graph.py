@@ -148,8 +148,9 @@ def _dependencies(node: MemoryNode) -> dict:
     return dependency_map(edges)
 
 
-def _set_cid(node: MemoryNode, cid: str, block: bytes, seen: set[int]) -> None:
-    """Give the node its new block; keep the old id as an alias; the row and the dependents follow."""
+def _set_cid(node: MemoryNode, cid: str, block: bytes, seen: set[int], *, row_follows: bool = True) -> None:
+    """Give the node its new block; keep the old id as an alias; the row (unless its caller saves
+    it: `row_follows` False) and the dependents follow."""
     old = node.cid
     if old == cid and bytes(node.block) == block:
         return
@@ -157,15 +158,20 @@ def _set_cid(node: MemoryNode, cid: str, block: bytes, seen: set[int]) -> None:
     node.save(update_fields=["cid", "block"])
     if old == cid:
         return
-    model = ROW_MODELS.get(node.kind)
-    if model is not None and "@" not in node.object_id:
-        model.objects.filter(user_id=node.user_id, pk=node.object_id).update(cid=cid)
+    if row_follows:
+        _row_cid_set(node, cid)
     if not old:
         return
     MemoryAlias.objects.get_or_create(user_id=node.user_id, node=node, cid=old)
     MemoryAlias.objects.filter(node=node, cid=cid).delete()
     for dependent in MemoryNode.objects.filter(dependencies__target=node).distinct():
         _refresh(dependent, seen)
+
+
+def _row_cid_set(node: MemoryNode, cid: str) -> None:
+    model = ROW_MODELS.get(node.kind)
+    if model is not None and "@" not in node.object_id:
+        model.objects.filter(user_id=node.user_id, pk=node.object_id).update(cid=cid)
 
 
 def _refresh(node: MemoryNode, seen: set[int]) -> None:
@@ -177,27 +183,40 @@ def _refresh(node: MemoryNode, seen: set[int]) -> None:
     _set_cid(node, cid, block, seen)
 
 
-def node_put(*, user_id: int, kind: str, object_id: str, data: Any, timestamp: datetime | None = None) -> MemoryNode:
-    """The node of a memory with this content (its dependencies: its edges), made or updated."""
-    node, created = MemoryNode.objects.get_or_create(user_id=user_id, kind=kind, object_id=str(object_id))
+def node_put(*, user_id: int, kind: str, object_id: str, data: Any, timestamp: datetime | None = None,
+             row_follows: bool = True) -> MemoryNode:
+    """The node of a memory with this content (its dependencies: its edges), made or updated.
+
+    The memory's row takes the node's CID, unless `row_follows` is False: its caller saves the row
+    with it (row_node_put sets the row's `cid`)."""
     if _marked.get() is not None:  # the data now, the dependencies when re-addressed
+        node, created = MemoryNode.objects.get_or_create(user_id=user_id, kind=kind, object_id=str(object_id))
         _mark(node, "" if created else node.cid)
         cid, block = content_block(kind=kind, data=data, timestamp=timestamp, dependencies={})
         node.block = block
         node.cid = cid if created else node.cid
         node.save(update_fields=["cid", "block"])
         return node
-    cid, block = content_block(kind=kind, data=data, timestamp=timestamp,
-                               dependencies={} if created else _dependencies(node))
-    _set_cid(node, cid, block, {node.pk})
+    # A new node has no edges yet: it is inserted with its block, not inserted and then updated.
+    cid, block = content_block(kind=kind, data=data, timestamp=timestamp, dependencies={})
+    node, created = MemoryNode.objects.get_or_create(user_id=user_id, kind=kind, object_id=str(object_id),
+                                                     defaults={"cid": cid, "block": block})
+    if created:
+        if row_follows:
+            _row_cid_set(node, cid)
+        return node
+    cid, block = content_block(kind=kind, data=data, timestamp=timestamp, dependencies=_dependencies(node))
+    _set_cid(node, cid, block, {node.pk}, row_follows=row_follows)
     return node
 
 
-def row_node_put(*, user_id: int, kind: str, row) -> MemoryNode:
+def row_node_put(*, user_id: int, kind: str, row, row_saved: bool = False) -> MemoryNode:
     """The node of a stored row (a page, segment, fact, agent trait) from what the row says now;
-    the row's `cid` takes the node's."""
+    the row's `cid` takes the node's. `row_saved`: the caller saves the row (its `cid` with it)
+    after this, so the row is not updated here."""
     data, timestamp = row_content(kind, row)
-    node = node_put(user_id=user_id, kind=kind, object_id=str(row.pk), data=data, timestamp=timestamp)
+    node = node_put(user_id=user_id, kind=kind, object_id=str(row.pk), data=data, timestamp=timestamp,
+                    row_follows=not row_saved)
     row.cid = node.cid
     return node
 

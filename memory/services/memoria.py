@@ -10,7 +10,9 @@ lifecycle event.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
+from collections import OrderedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -55,11 +57,55 @@ def fulltext_user_delete(*, user_id: int) -> None:
 
 # ------------------------------------------------------------------ sonas
 
+class _NameVectors:
+    """The vectors of the sona names the configured embedder has embedded, the most recent few
+    hundred. Names repeat across users (every user's first sona is called "assistant"), and a new
+    user's first sona is made as their chat opens, beside everyone else's turns: theirs need not
+    wait for the model to embed the same word again. A different embedder (the settings changed,
+    or a test's) starts the cache afresh."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._embedder: object | None = None
+        self._vectors: OrderedDict[str, bytes] = OrderedDict()
+
+    def get(self, name: str) -> bytes:
+        """The name's vector as float32 bytes; b"" when the embedder fails (nothing is kept then)."""
+        embedder = configured.embedder()
+        with self._lock:
+            if self._embedder is not embedder:
+                self._embedder, self._vectors = embedder, OrderedDict()
+            vector = self._vectors.get(name)
+            if vector is not None:
+                self._vectors.move_to_end(name)
+                return vector
+        vectors = embed_or_none([name])  # outside the lock: the model has its own
+        if not vectors:
+            return b""
+        vector = vector_to_bytes(vectors[0])
+        with self._lock:
+            if self._embedder is embedder:
+                self._vectors[name] = vector
+                while len(self._vectors) > self.SIZE:
+                    self._vectors.popitem(last=False)
+        return vector
+
+
+_name_vectors = _NameVectors()
+
+
+def sona_name_vector(name: str) -> bytes:
+    """The embedding of a sona's name (float32 bytes) for its row; b"" when the embedder fails:
+    recall then embeds the name itself."""
+    return _name_vectors.get(name)
+
+
 def sona_name_embed(*, sona: Sona) -> Sona:
     """Store the embedding of the sona's name (left empty when the embedder fails: recall then
     embeds the name itself)."""
-    vectors = embed_or_none([sona.name])
-    sona.name_embedding = vector_to_bytes(vectors[0]) if vectors else b""
+    sona.name_embedding = sona_name_vector(sona.name)
     sona.save(update_fields=["name_embedding"])
     return sona
 
@@ -70,6 +116,14 @@ def sona_membership_add(*, user_id: int, sona: Sona, node: MemoryNode,
     _, created = SonaMembership.objects.get_or_create(user_id=user_id, sona=sona, node=node,
                                                       defaults={"via": via})
     return created
+
+
+def sona_membership_put(*, user_id: int, sona_id, node: MemoryNode, via: str = SonaMembership.Via.ORIGIN) -> None:
+    """Put a memory in a sona, in one INSERT that leaves a membership already there as it is (where
+    sona_membership_add's get_or_create reads first and takes a savepoint): a reply's page joins
+    the sona of its turn."""
+    SonaMembership.objects.bulk_create([SonaMembership(user_id=user_id, sona_id=sona_id, node=node, via=via)],
+                                       ignore_conflicts=True)
 
 
 # ------------------------------------------------------------------ after a reply

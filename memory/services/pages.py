@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -28,7 +27,7 @@ from memory.models import (
     vector_to_bytes,
 )
 from memory.services import graph, memoria
-from memory.services.common import embed_or_none, lock_user_state_writing
+from memory.services.common import embed_or_none, lock_user_state_counting_up, lock_user_state_writing
 from memory.services.events import event_record
 from memory.services.files import files_attach
 from memory.services.turn_input import validate_message
@@ -57,7 +56,7 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
 
 def _seq_take(user_id: int) -> int:
     """The user's next page seq, counted up under the user's lock (inside a transaction)."""
-    return lock_user_state_writing(user_id, next_seq=F("next_seq") + 1).values_list("next_seq", flat=True).get() - 1
+    return lock_user_state_counting_up(user_id, "next_seq") - 1
 
 
 def page_text(query: str, response: str, reply_model: str = "", attachments: str = "") -> str:
@@ -91,10 +90,11 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         page.reply_model = reply_model
         page.keywords = keywords
         page.embedding = vector_to_bytes(embedding) if embedding is not None else b""
-        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding"])
-        node = graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page)
+        # The page's node first (from the reply): the page's row is saved once, its CID with it.
+        node = graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page, row_saved=True)
+        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding", "cid"])
         if page.sona_id:  # every memory belongs to a sona: a page to the one it happened in
-            memoria.sona_membership_add(user_id=page.user_id, sona=page.sona, node=node)
+            memoria.sona_membership_put(user_id=page.user_id, sona_id=page.sona_id, node=node)
         memoria.fulltext_page_put(page=page, text=text)
         if embedding is not None:
             point = page_point(page, embedding)

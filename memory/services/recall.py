@@ -3,7 +3,7 @@ and why. What is recalled is memory/recall/ (read only)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +40,7 @@ class Recall:
     timings_ms: dict[str, float] = field(default_factory=dict)
     embedding_ms: float | None = None  # the query embedding's own time, beside the first parts
     policy: str = ""
+    prompt: Prompt | None = None  # assembled from the items when the recall was asked to (prompt_for)
 
 
 def policy_choose(*, requested: str | None = None, sona: Sona | None = None) -> str:
@@ -52,20 +53,14 @@ def policy_choose(*, requested: str | None = None, sona: Sona | None = None) -> 
     return name
 
 
-def trace_record_prompt(*, recall: Recall, prompt: Prompt) -> None:
-    """Add what entered the prompt, and its size, to the stored trace."""
-    trace = recall.trace
-    if trace is None:
-        return
-    trace.payload["prompt"] = {
+def _prompt_record(prompt: Prompt) -> dict[str, Any]:
+    """What entered the prompt, and its size, as the trace stores it."""
+    return {
         "tokens": prompt.tokens,
         "sections": prompt.sections,
         "included": [f"{item.kind}:{item.ref}" for item in prompt.included],
         "dropped": [f"{item.kind}:{item.ref}" for item in prompt.dropped],
     }
-    trace.prompt_tokens = prompt.tokens
-    with _bookkeeping(writes=True):
-        trace.save(update_fields=["payload", "prompt_tokens"])
 
 
 def trace_record_reply(*, recall: Recall, fallback_reason: str, breaker_open: bool) -> None:
@@ -126,12 +121,15 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                      update_heat: bool = True, record_trace: bool = True,
                      query_vector: list[float] | None = None, policy: str | None = None,
                      turn_tiers: tuple[str, ...] = (Tier.MTM,),
-                     embedding: Future[tuple[list[float], float]] | None = None) -> Recall:
+                     embedding: Future[tuple[list[float], float]] | None = None,
+                     prompt_for: Callable[[list[RecalledItem]], Prompt] | None = None) -> Recall:
     """Everything the reply may use, best first per tier (memory/recall/pipeline.py), the chosen
     segments' visits and a stored trace of why.
 
     `policy` names a registered recall policy (default: the setting). `turn_tiers` lets a
-    benchmark rank utterances over STM too (the prompt has STM whole anyway).
+    benchmark rank utterances over STM too (the prompt has STM whole anyway). `prompt_for`
+    assembles a turn's prompt from the items: the Recall carries it, and the trace is written
+    once with what entered it (its time counts in the trace part, not the recall's latency).
     """
     found = pipeline.gather(user=user, query=query, sona=sona, exclude_page_id=exclude_page_id, now=now,
                             query_vector=query_vector, policy=policy, turn_tiers=turn_tiers,
@@ -143,9 +141,11 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                         if update_heat else [])
         watch.lap(VISITS_PART)
         latency_ms = watch.elapsed_ms()
+        prompt = prompt_for(found.items) if prompt_for is not None else None
         if record_trace:
             trace = RetrievalTrace.objects.create(
                 user=user, page=page, query=query, policy=found.policy.name, latency_ms=latency_ms,
+                prompt_tokens=prompt.tokens if prompt is not None else 0,
                 payload={
                     "query_keywords": sorted(context.query_keywords),
                     "segments": ranking.considered,
@@ -162,6 +162,7 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                     # PostgreSQL's jsonb keeps an object's keys in its own order: the run's order is kept apart
                     "timings_order": list(watch.parts),
                     "embedding_ms": found.embedding_ms,
+                    **({"prompt": _prompt_record(prompt)} if prompt is not None else {}),
                 },
             )
         if heat_changes:  # the lifecycle log carries visits too: the inspector rebuilds heat from it
@@ -170,4 +171,5 @@ def recall_for_query(*, user, query: str, sona: Sona | None = None, exclude_page
                          trace_id=str(trace.id) if trace else None)
     watch.lap(TRACE_PART)
     return Recall(query=query, items=found.items, trace=trace, segments=ranking.considered, latency_ms=latency_ms,
-                  timings_ms=watch.parts, embedding_ms=found.embedding_ms, policy=found.policy.name)
+                  timings_ms=watch.parts, embedding_ms=found.embedding_ms, policy=found.policy.name,
+                  prompt=prompt)

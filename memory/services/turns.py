@@ -25,6 +25,7 @@ from memory.config import memory_params
 from memory.engine import offline
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
+from memory.engine.types import RecalledItem
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
 from memory.recall.pipeline import embed_in_background
 from memory.services.after_reply import maintenance_schedule, replies_under_way
@@ -38,7 +39,6 @@ from memory.services.recall import (
     policy_choose,
     recall_for_query,
     recall_stm_only,
-    trace_record_prompt,
     trace_record_reply,
 )
 from memory.services.turn_input import turn_input_parse
@@ -136,15 +136,17 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
 
 
 def _recall_or_degrade(*, user, page: DialoguePage, sona: Sona, policy: str,
-                       embedding: Future[tuple[list[float], float]] | None = None) -> Recall:
+                       embedding: Future[tuple[list[float], float]] | None = None,
+                       prompt_for: Callable[[list[RecalledItem]], Prompt] | None = None) -> Recall:
     """Recall, or when the vector store (or the embedder) fails, STM from the database alone:
     the reply degrades, the turn is never lost.
 
     `embedding` is the query's vector being computed (the message's words, which are what the
-    recall embeds); the recall waits for it where it would wait for its own."""
+    recall embeds); the recall waits for it where it would wait for its own. `prompt_for`
+    assembles the prompt, which the trace records (the degraded recall has neither)."""
     try:
         return recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id, page=page,
-                                policy=policy, embedding=embedding)
+                                policy=policy, embedding=embedding, prompt_for=prompt_for)
     except Exception as exc:  # Qdrant, the embedder or the network: any of them may fail here
         log.warning("event=recall_degraded user=%s error=%r", user.pk, exc)
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.RECALL_DEGRADED, subject_id=page.id,
@@ -220,13 +222,17 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
         on_stored(page)
     if page.query != checked.message:  # page_start stores the message as it is; if it did not, embed that
         embedding = None
-    recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy, embedding=embedding)
     system = SYSTEM_PROMPT.format(sona=sona.name)
     if sona.profile:
         system += f"\nYour persona: {sona.profile}"
-    prompt = assemble_prompt(query=page.query + attachment_prompt_text(attached), items=recall.items, system=system,
-                             budget_tokens=memory_params().prompt_token_budget)
-    trace_record_prompt(recall=recall, prompt=prompt)
+
+    def prompt_for(items: list[RecalledItem]) -> Prompt:
+        return assemble_prompt(query=page.query + attachment_prompt_text(attached), items=items, system=system,
+                               budget_tokens=memory_params().prompt_token_budget)
+
+    recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy, embedding=embedding,
+                                prompt_for=prompt_for)
+    prompt = recall.prompt if recall.prompt is not None else prompt_for(recall.items)
     query_vector = None
     if embedding is not None and embedding.done() and embedding.exception() is None:
         query_vector = embedding.result()[0]

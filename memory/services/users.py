@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from memory.models import Sona
 from memory.recall.base import UnknownPolicyError, get_policy
 from memory.services.common import MemoryInputError
-from memory.services.memoria import sona_name_embed
+from memory.services.memoria import sona_name_embed, sona_name_vector
 
 User = get_user_model()
 
@@ -77,13 +77,21 @@ def sona_get_or_create(*, user, name: str | None = None, profile: str = "", reca
         name = DEFAULT_SONA_NAME
     if len(profile) > SONA_PROFILE_MAX_CHARS:
         raise MemoryInputError(f"A sona's profile is at most {SONA_PROFILE_MAX_CHARS} characters.")
-    sona, created = Sona.objects.get_or_create(
-        user=user, name=sona_name_validate(name),
-        defaults={"profile": profile or "A helpful, warm personal assistant.", "recall_policy": recall_policy,
-                  "is_default": not Sona.objects.filter(user=user).exists()},
-    )
-    if created:  # Memoria's sona similarity compares the names' embeddings
-        sona_name_embed(sona=sona)
+    name = sona_name_validate(name)
+    found = Sona.objects.filter(user=user, name=name).first()
+    if found is not None:
+        return found
+    # A new sona is inserted with its name's embedding (Memoria's sona similarity compares them),
+    # embedded before the write transaction, which would hold the database's write lock meanwhile.
+    name_embedding = sona_name_vector(name)
+    try:
+        with transaction.atomic():
+            sona = Sona.objects.create(
+                user=user, name=name, profile=profile or "A helpful, warm personal assistant.",
+                recall_policy=recall_policy, is_default=not Sona.objects.filter(user=user).exists(),
+                name_embedding=name_embedding)
+    except IntegrityError:  # made meanwhile by another request of the user's
+        return Sona.objects.get(user=user, name=name)
     return sona
 
 

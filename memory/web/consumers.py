@@ -26,7 +26,14 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from memory.adapters.configured import adapters_state, adapters_wait_ready
-from memory.services.chat import ChatTurn, UnknownSona, chat_open, chat_turn_accept, chat_turn_frames
+from memory.services.chat import (
+    ChatTurn,
+    UnknownSona,
+    chat_open,
+    chat_turn_accept,
+    chat_turn_frames,
+    connections_kept,
+)
 from memory.services.common import MemoryInputError
 from memory.services.turn_input import turn_input_limits
 from memory.web.rate_limit import rate_limit_wait
@@ -182,16 +189,28 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         turn_start(turn)
 
     @database_sync_to_async
+    @connections_kept
     def _accept(self, content: dict) -> ChatTurn | None:
         """The message checked (chat_turn_accept), or None when the user has signed out: the socket
         was authenticated when it opened, and signing out elsewhere ends its rights. One call on
-        the thread every socket's database calls share, not one for each."""
+        the thread every socket's database calls share, not one for each; that thread keeps its
+        connection."""
         session = self.scope.get("session")
         key = getattr(session, "session_key", None)
         if not key or not session.exists(key):
             return None
         return chat_turn_accept(user_id=self.user_id, message=content.get("text"), files=content.get("files"),
                                 sona=content.get("sona"))
+
+    async def dispatch(self, message: dict) -> None:
+        # Channels closes the old database connections of the thread every socket shares before
+        # each handler: a hop to that thread and back. A turn's frames (every token batch, to
+        # every tab) need no database; under a burst those hops queued the messages' checks
+        # (_accept, on that thread) behind them.
+        if message.get("type") == "chat.frame":
+            await self.chat_frame(message)
+        else:
+            await super().dispatch(message)
 
     async def chat_frame(self, event: dict) -> None:
         """A frame broadcast to the user's group."""

@@ -295,3 +295,23 @@ def test_a_model_reply_page_is_embedded_with_its_reply(make_user, memory_env, op
     assert asked.count(message) == 1 and asked.count(said) == 1 and asked.index(message) < asked.index(said)
     page = DialoguePage.objects.get(user=user)
     assert page.embedding == vector_to_bytes(configured.embedder().embed([said])[0])
+
+
+def test_a_turns_trace_is_written_once_with_what_entered_its_prompt(make_user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    user = make_user()
+    turn_run(user=user, message="My sister moved to Lisbon last spring.")  # STM has a page to recall
+    with CaptureQueriesContext(connection) as queries:
+        result = turn_run(user=user, message="Where does my sister live now?")
+    writes = [q["sql"].split(None, 1)[0].upper() for q in queries.captured_queries
+              if "memory_retrievaltrace" in q["sql"] and not q["sql"].lstrip().upper().startswith("SELECT")]
+    assert writes == ["INSERT"]  # the prompt goes in with it, not in an UPDATE after
+    trace = RetrievalTrace.objects.get(page=result.page)
+    assert trace.prompt_tokens == result.prompt.tokens > 0
+    assert trace.payload["prompt"]["included"] == [f"{item.kind}:{item.ref}" for item in result.prompt.included]
+    assert f"stm_page:{DialoguePage.objects.get(user=user, seq=1).id}" in trace.payload["prompt"]["included"]
+    assert trace.payload["prompt"]["tokens"] == result.prompt.tokens
+    # the prompt's assembly is not the recall's time: the stored parts still add up to it
+    assert sum(trace.payload["timings_ms"].values()) == pytest.approx(trace.latency_ms, abs=0.5)

@@ -207,6 +207,30 @@ async def test_reply_streams_token_by_token_then_a_final_frame(channel_layer, an
     await tab.disconnect()
 
 
+async def test_a_turns_frames_do_not_hop_to_the_shared_database_thread(channel_layer, ana, monkeypatch):
+    # Channels closes the old database connections of the thread every socket shares before each
+    # handler; a turn's frames (every token batch, to every tab) need no database, and under a
+    # burst those hops queued the messages' checks behind them. A message still gets its hop.
+    import channels.consumer
+
+    hops: list[int] = []
+    real = channels.consumer.aclose_old_connections
+
+    async def counted():
+        hops.append(1)
+        await real()
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    user, cookie = ana
+    tab = await open_socket(cookie)
+    before = len(hops)
+    await tab.send_json_to({"type": "message", "text": "Tell me something about sailing, please."})
+    frames = await frames_until(tab, final)
+    assert frames[-1]["type"] == "turn.done" and len(frames) >= 4  # turn.user, turn.started, tokens, turn.done
+    assert len(hops) - before == 1  # the message's, none for the frames
+    await tab.disconnect()
+
+
 async def test_opening_a_socket_makes_a_new_users_default_sona_before_any_message(channel_layer, ana):
     # The chat page makes it as it loads; a socket opened without the page makes it in the
     # background, so that the first message does not wait for it (it embeds the sona's name).
