@@ -189,17 +189,20 @@ def sona_vector(sona: Sona) -> tuple[float, ...]:
     """The sona's stored name embedding, or (a sona made before names were embedded, or whose
     embedding failed) its name embedded now, once per name and embedder in this process."""
     stored = bytes_to_vector(sona.name_embedding)
-    return stored or _name_vector(configured.embedder(), sona.name)
+    return stored or name_vector(configured.embedder(), sona.name)
 
 
-# Names embedded by recall, per embedder (dropped with it): without a stored embedding every
-# Memoria recall embedded the sona's name again, a forward pass as long as the query's.
+# Sona names embedded in this process, per embedder (dropped with it): without a stored embedding
+# every Memoria recall embedded the sona's name again, a forward pass as long as the query's; and
+# every new user's first sona has the same name (services.memoria.sona_name_vector reads it here).
 _NAME_VECTORS: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, ...]]] = weakref.WeakKeyDictionary()
 _NAME_VECTORS_LOCK = threading.Lock()
 _NAME_VECTORS_SIZE = 256  # names per embedder kept (a user has a few sonas)
 
 
-def _name_vector(embedder, name: str) -> tuple[float, ...]:
+def name_vector(embedder, name: str) -> tuple[float, ...]:
+    """The name embedded by `embedder`, once per name and embedder in this process; an embedder's
+    error goes to the caller, and nothing is kept of it."""
     with _NAME_VECTORS_LOCK:
         known = _NAME_VECTORS.setdefault(embedder, {})
         if name in known:

@@ -10,9 +10,7 @@ lifecycle event.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections import OrderedDict
 
 from django.conf import settings
 from django.db import transaction
@@ -33,8 +31,8 @@ from memory.models import (
     SonaMembership,
     vector_to_bytes,
 )
-from memory.recall.memoria import memories_of, trace_entries
-from memory.services.common import embed_or_none, lock_user_state
+from memory.recall.memoria import memories_of, name_vector, trace_entries
+from memory.services.common import lock_user_state
 from memory.services.events import event_record
 
 log = logging.getLogger(__name__)
@@ -57,49 +55,15 @@ def fulltext_user_delete(*, user_id: int) -> None:
 
 # ------------------------------------------------------------------ sonas
 
-class _NameVectors:
-    """The vectors of the sona names the configured embedder has embedded, the most recent few
-    hundred. Names repeat across users (every user's first sona is called "assistant"), and a new
-    user's first sona is made as their chat opens, beside everyone else's turns: theirs need not
-    wait for the model to embed the same word again. A different embedder (the settings changed,
-    or a test's) starts the cache afresh."""
-
-    SIZE = 256
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._embedder: object | None = None
-        self._vectors: OrderedDict[str, bytes] = OrderedDict()
-
-    def get(self, name: str) -> bytes:
-        """The name's vector as float32 bytes; b"" when the embedder fails (nothing is kept then)."""
-        embedder = configured.embedder()
-        with self._lock:
-            if self._embedder is not embedder:
-                self._embedder, self._vectors = embedder, OrderedDict()
-            vector = self._vectors.get(name)
-            if vector is not None:
-                self._vectors.move_to_end(name)
-                return vector
-        vectors = embed_or_none([name])  # outside the lock: the model has its own
-        if not vectors:
-            return b""
-        vector = vector_to_bytes(vectors[0])
-        with self._lock:
-            if self._embedder is embedder:
-                self._vectors[name] = vector
-                while len(self._vectors) > self.SIZE:
-                    self._vectors.popitem(last=False)
-        return vector
-
-
-_name_vectors = _NameVectors()
-
-
 def sona_name_vector(name: str) -> bytes:
-    """The embedding of a sona's name (float32 bytes) for its row; b"" when the embedder fails:
-    recall then embeds the name itself."""
-    return _name_vectors.get(name)
+    """The embedding of a sona's name (float32 bytes) for its row, from the names this process has
+    embedded already (recall.memoria.name_vector: every user's first sona has the same name); b""
+    when the embedder fails: recall then embeds the name itself."""
+    try:
+        return vector_to_bytes(name_vector(configured.embedder(), name))
+    except Exception as exc:  # as embed_or_none: the sona is made all the same
+        log.warning("event=embed_failed error=%r", exc)
+        return b""
 
 
 def sona_name_embed(*, sona: Sona) -> Sona:
