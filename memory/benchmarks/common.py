@@ -386,8 +386,11 @@ def embeddings_metered(meter: EmbeddingMeter | None = None) -> Iterator[Embeddin
 
     from memory.adapters import configured
 
-    meter, real = meter or EmbeddingMeter(), configured.embedder
-    with mock.patch.object(configured, "embedder", lambda: _MeteredEmbedder(real(), meter)):
+    meter = meter or EmbeddingMeter()
+    # One wrapper for the block: what the product keeps per embedder (the sona names it embedded)
+    # must see the same embedder on every call, as it does unmetered.
+    metered = _MeteredEmbedder(configured.embedder(), meter)
+    with mock.patch.object(configured, "embedder", lambda: metered):
         yield meter
 
 

@@ -681,12 +681,12 @@ def render_store_table(runs: list[dict]) -> str:
     for r in runs:
         write = r.get("write") or {}
         before = (write.get("variants") or {}).get(BEFORE_WRITE) or {}
+        embedded = write.get("embeddings") or {}
         rows.append([r["pages"], r["build"]["segments"], r["build"]["points"], r["build"]["seconds"],
                      r["build"]["pages_per_s"], write.get("pages_per_s"), write.get("p50"), write.get("p95"),
                      before.get("pages_per_s"), before.get("p50"), write.get("speedup"),
                      (write.get("burst") or {}).get("pages_per_s"),
-                     (write.get("embeddings") or {}).get("texts"), (write.get("embeddings") or {}).get("ms"),
-                     (write.get("embeddings") or {}).get("ceiling_per_s"),
+                     embedded.get("texts"), embedded.get("ms"), embedded.get("ceiling_per_s"),
                      ((write.get("burst") or {}).get("embeddings") or {}).get("ceiling_per_s"),
                      r["db_mb"], r["shard_mb"],
                      r.get("shard_mb_hnsw"), r.get("optimize_seconds"), r["peak_rss_mb"]])

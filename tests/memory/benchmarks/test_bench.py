@@ -64,6 +64,8 @@ def test_the_embedding_meter_counts_texts_and_time_and_gives_the_ceiling(monkeyp
         with common.embeddings_metered(total) as meter:
             assert configured.embedder().embed(["a", "b", "c"]) == [[1.0, 0.0]] * 3
             assert configured.embedder().dimension == 2
+            # one embedder for the block: caches kept per embedder (sona names) still hit
+            assert configured.embedder() is configured.embedder()
     assert meter is total and (total.calls, total.texts) == (2, 6) and total.seconds > 0
     assert isinstance(configured.embedder(), Fake)  # put back after the block
 
