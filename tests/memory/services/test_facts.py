@@ -1,0 +1,122 @@
+"""Facts at the turn they are told, through the real write path (turn_run with maintenance inline):
+stored at once with provenance, told twice kept once with two sources, changes superseded before
+the next reply, non-changes leaving the fact, each turn's changes announced, and undone."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import LifecycleEvent, MemoryEdge
+from memory.services.common import MemoryNotFound
+from memory.services.facts import (
+    fact_change_undo,
+    fact_changes_listen,
+    fact_changes_of_page,
+    fact_changes_unlisten,
+)
+from memory.services.turns import turn_run
+from persona.models import KnowledgeFact, Supersession
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+
+
+def current(user) -> set[str]:
+    return set(KnowledgeFact.objects.filter(user=user, valid_until__isnull=True).values_list("text", flat=True))
+
+
+def test_a_fact_is_stored_at_its_turn_with_the_page_and_speaker(make_user):
+    user = make_user()
+    result = turn_run(user=user, message="I live in Lyon with my cat Miso.")
+
+    assert current(user) == {"User lives in Lyon", "User has a cat named Miso"}
+    fact = KnowledgeFact.objects.get(user=user, text="User lives in Lyon")
+    assert fact.source_page_ids == [str(result.page.id)] and fact.valid_from is not None
+    event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.FACT_ADDED, subject_id=str(fact.pk))
+    assert event.payload["page_id"] == str(result.page.id)
+    assert event.payload["speaker"] and event.payload["via"] == "offline"
+    assert MemoryEdge.objects.filter(user=user, relation="stated_in", source__object_id=str(fact.pk)).exists()
+
+
+def test_the_same_fact_told_twice_is_one_fact_with_two_sources(make_user):
+    user = make_user()
+    first = turn_run(user=user, message="I live in Lyon.")
+    second = turn_run(user=user, message="As I said, I live in Lyon.")
+
+    [fact] = KnowledgeFact.objects.filter(user=user)
+    assert fact.source_page_ids == [str(first.page.id), str(second.page.id)]
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.FACT_ADDED).count() == 1
+
+
+def test_a_move_supersedes_the_old_residence_before_the_next_reply(make_user):
+    user = make_user()
+    turn_run(user=user, message="I live in Lyon with my cat Miso.")
+    moved = turn_run(user=user, message="Big news: I moved from Lyon to Porto last week!")
+
+    assert current(user) == {"User lives in Porto", "User has a cat named Miso"}
+    lyon = KnowledgeFact.objects.get(user=user, text="User lives in Lyon")
+    assert lyon.valid_until is not None and lyon.superseded_by is not None
+    [change] = fact_changes_of_page(user=user, page_id=str(moved.page.id))
+    assert (change.action, change.text, change.previous) == ("changed", "User lives in Porto", "User lives in Lyon")
+    reply = turn_run(user=user, message="Where do I live?").reply
+    assert "Porto" in reply and "Lyon" not in reply
+
+
+@pytest.mark.parametrize("message", [
+    "I'm visiting Rome this week, it's lovely.",
+    "If I moved to Berlin I would learn German.",
+    "My sister moved to Oslo.",
+])
+def test_visits_hypotheticals_and_other_peoples_moves_leave_the_persons_fact(make_user, message):
+    user = make_user()
+    turn_run(user=user, message="I live in Lyon.")
+    turn_run(user=user, message=message)
+
+    assert "User lives in Lyon" in current(user)
+    assert not Supersession.objects.filter(user=user).exists()
+
+
+def test_another_persons_fact_keeps_its_owner(make_user):
+    user = make_user()
+    turn_run(user=user, message="My sister moved to Oslo.")
+    assert current(user) == {"User's sister lives in Oslo"}
+
+
+def test_each_turns_changes_are_announced_to_the_listeners(make_user):
+    user = make_user()
+    heard = []
+
+    def listener(**kwargs):
+        heard.append(kwargs)
+
+    fact_changes_listen(listener)
+    try:
+        turn_run(user=user, message="I live in Lyon.")
+        moved = turn_run(user=user, message="I moved from Lyon to Porto.")
+        turn_run(user=user, message="Nice weather today.")
+    finally:
+        fact_changes_unlisten(listener)
+    assert [[c.action for c in h["changes"]] for h in heard] == [["remembered"], ["changed"]]
+    assert heard[1]["page_id"] == str(moved.page.id) and heard[1]["user_id"] == user.pk
+
+
+def test_undo_deletes_the_fact_audited_and_makes_the_old_one_current_again(make_user):
+    user = make_user()
+    turn_run(user=user, message="I live in Lyon.")
+    moved = turn_run(user=user, message="I moved from Lyon to Porto.")
+    [change] = fact_changes_of_page(user=user, page_id=str(moved.page.id))
+
+    restored = fact_change_undo(user=user, fact_id=change.fact_id)
+
+    assert restored == ["User lives in Lyon"]
+    assert current(user) == {"User lives in Lyon"}
+    event = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.DELETED).latest("id")
+    assert event.subject_id == change.fact_id and "undone" in event.payload["reason"]
+
+
+def test_undo_of_another_users_fact_is_refused(make_user):
+    owner, other = make_user(), make_user()
+    turn_run(user=owner, message="I live in Lyon.")
+    fact = KnowledgeFact.objects.get(user=owner)
+    with pytest.raises(MemoryNotFound):
+        fact_change_undo(user=other, fact_id=str(fact.pk))
+    assert KnowledgeFact.objects.filter(pk=fact.pk).exists()
