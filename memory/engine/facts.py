@@ -84,7 +84,7 @@ _SLOT_TEXT = {
 }
 _PET_SPECIES = ("dog", "cat", "puppy", "kitten", "rabbit", "hamster", "parrot", "bird", "fish", "turtle", "horse",
                 "snake", "lizard")
-_DIET_WORDS = {"omnivore": "eating meat again", "vegetarian": "vegetarian", "vegan": "vegan"}
+_DIET_WORDS = {"vegetarian": "vegetarian", "vegan": "vegan"}
 
 
 def _owner(subject: str) -> tuple[str, bool]:
@@ -136,7 +136,7 @@ def _from_claim(claim: Claim) -> Fact | None:
     elif claim.slot == "diet":
         text = f"{owner} {verb['is']} {_DIET_WORDS.get(claim.value, claim.value)}"
         if claim.value == "omnivore":
-            text = f"{owner} {verb['is']} eating meat again"
+            text = f"{owner} {'eat' if plural else 'eats'} meat"
     elif claim.slot == "partner":
         if claim.value in ("single", "married", "engaged", "divorced", "separated", "widowed"):
             text = f"{owner} {verb['is']} {claim.value}"
@@ -293,8 +293,7 @@ def fact_reading(text: str) -> Fact | None:
     if not found:
         return None
     fact = found[0]
-    return Fact(subject=fact.subject, slot=fact.slot, key=fact.key, value=fact.value or fact.ended, text=text,
-                ended=fact.ended)
+    return Fact(subject=fact.subject, slot=fact.slot, key=fact.key, value=fact.value, text=text, ended=fact.ended)
 
 
 # --- the model's extraction ----------------------------------------------------------------------

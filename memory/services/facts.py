@@ -30,6 +30,7 @@ from memory.engine.facts import TURN_FACTS_PROMPT, facts_of, validate_turn_facts
 from memory.engine.long_term import normalise_fact
 from memory.engine.model_output import pages_text
 from memory.engine.ports import ChatMessage, ModelError, VectorPoint
+from memory.engine.text import split_sentences
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_none, lock_user_state
@@ -193,7 +194,9 @@ def _supersede_at_once(user_id: int, stored: Sequence[KnowledgeFact], changes: l
     fact's "remembered" into "changed", naming what it replaced."""
     from memory.services.supersession import supersession_detect
 
-    written = supersession_detect(user_id=user_id, fact_ids=[str(row.id) for row in stored], at=now)
+    statements = {str(row.id): statement for row in stored if (statement := _statement(row))}
+    written = supersession_detect(user_id=user_id, fact_ids=[str(row.id) for row in stored], at=now,
+                                  statements=statements)
     KnowledgeFact.objects.filter(pk__in=[row.pk for row in stored], valid_from__isnull=True).update(
         valid_from=Coalesce(F("timestamp"), F("created_at")))
     ended = {str(row.new_fact_id): row for row in written if row.status == Supersession.Status.SUPERSEDED}
@@ -206,6 +209,17 @@ def _supersede_at_once(user_id: int, stored: Sequence[KnowledgeFact], changes: l
         result.append(FactChange(action="changed", fact_id=change.fact_id, text=change.text, page_id=change.page_id,
                                  previous=decided.old_fact.text, supersession_id=str(decided.pk)))
     return result
+
+
+def _statement(row: KnowledgeFact) -> str:
+    """The sentences of its turn a fact was read from ("I became a librarian last year": the change
+    word the fact's own text lacks); "" when the offline reader does not find it there (a model's)."""
+    page = DialoguePage.objects.filter(pk=row.source_page_ids[0]).only("query").first() if row.source_page_ids else None
+    if page is None:
+        return ""
+    chosen = [s for s in split_sentences(page.query)
+              if any(normalise_fact(f.text) == row.normalised for f in facts_of(s))]
+    return " ".join(chosen)
 
 
 def fact_changes_of_page(*, user, page_id: str) -> list[FactChange]:

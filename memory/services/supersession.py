@@ -69,12 +69,13 @@ def _statement(fact: KnowledgeFact) -> str:
     return statement_of(fact.text, " ".join(utterances))
 
 
-def _plan(user_id: int, fact: KnowledgeFact) -> list[Planned]:
-    """The candidates for one new fact, confirmed by the model when one is configured."""
+def _plan(user_id: int, fact: KnowledgeFact, statement: str = "") -> list[Planned]:
+    """The candidates for one new fact, confirmed by the model when one is configured. `statement`:
+    the words the fact was read from, when the caller knows them (else they are looked for)."""
     current = _current_before(user_id, fact)
     if not current:
         return []
-    statement = _statement(fact)
+    statement = statement or _statement(fact)
     memories = [Memory(id=str(row.id), text=row.text, at=row.timestamp) for row in current]
     texts = {str(row.id): row.text for row in current}
     planned = []
@@ -92,15 +93,18 @@ def _plan(user_id: int, fact: KnowledgeFact) -> list[Planned]:
     return planned
 
 
-def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime | None = None) -> list[Supersession]:
+def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime | None = None,
+                        statements: dict[str, str] | None = None) -> list[Supersession]:
     """Compare newly stored facts (oldest statement first) with the current facts before them and
     write the decisions; returns the supersessions and reviews written. Safe to run again: a pair
-    already decided is not looked at twice."""
+    already decided is not looked at twice. `statements`: the sentences each fact was read from, by
+    fact id, where the caller has them (facts read at their turn)."""
     facts = sorted(KnowledgeFact.objects.filter(user_id=user_id, pk__in=list(fact_ids)),
                    key=lambda f: (f.timestamp or f.created_at, f.created_at))
     written: list[Supersession] = []
     for fact in facts:
-        for planned in _plan(user_id, fact):  # the model is asked outside any transaction
+        statement = (statements or {}).get(str(fact.pk), "")
+        for planned in _plan(user_id, fact, statement):  # the model is asked outside any transaction
             row = _decide(user_id, planned, at=at)
             if row is not None:
                 written.append(row)

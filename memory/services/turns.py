@@ -23,11 +23,13 @@ from memory.adapters import configured
 from memory.adapters.circuit import ModelCircuitOpen
 from memory.config import memory_params
 from memory.engine import offline
+from memory.engine.fact_answers import KnownFact
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.engine.types import RecalledItem
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
 from memory.recall.pipeline import embed_in_background
+from memory.selectors.long_term import facts_with_periods
 from memory.services.after_reply import maintenance_schedule, replies_under_way
 from memory.services.common import embed_or_none
 from memory.services.events import event_record
@@ -81,9 +83,16 @@ def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None,
     # The user's utterances are indexed under their profile name, else their username
     # (memory/services/utterances.py): those are the words the reply cites as "you told me".
     reply = offline.compose_reply(query, recall.items, user_name=name, sona_name=sona.name if sona else None,
-                                  now=timezone.now(), user_aliases=(name or "", user.get_username()))
+                                  now=timezone.now(), user_aliases=(name or "", user.get_username()),
+                                  facts=_known_facts(user), persona=sona.profile if sona else "")
     note = attachment_note(files)
     return f"{note}\n\n{reply}" if note else reply
+
+
+def _known_facts(user) -> list[KnownFact]:
+    """The person's facts as the offline reply reads them: current and superseded, with periods."""
+    return [KnownFact(text=f.fact.text, said_at=f.fact.timestamp, valid_until=f.fact.valid_until,
+                      successor=f.successor) for f in facts_with_periods(user=user)]
 
 
 def _stream_words(text: str) -> Iterator[str]:

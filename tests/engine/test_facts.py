@@ -57,7 +57,7 @@ def test_another_persons_fact_keeps_its_owner():
     ("User's sister lives in Oslo", "residence", "Oslo"),
     ("Lia is User's brother's daughter", "family", "brother's daughter"),
     ("User's plan: flying to Kyoto on April 3rd", "plan", "flying to Kyoto on April 3rd"),
-    ("User left their job at Acme", "employer", "acme"),
+    ("User left their job at Acme", "employer", ""),
 ])
 def test_a_stored_fact_reads_back_as_its_slot(stored, slot, value):
     reading = fact_reading(stored)
