@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from .facts import Fact, fact_reading, facts_of
-from .supersession import EXCLUSIVE_SLOTS, SELF, asks_about_the_past
+from .facts import Fact, fact_reading
+from .supersession import EXCLUSIVE_SLOTS, SELF, asks_about_the_past, superseded_text
 from .text import content_terms, stem
+from .types import RecalledItem
 from .when import day_text
 
 
@@ -28,6 +29,7 @@ class KnownFact:
     said_at: datetime | None = None
     valid_until: datetime | None = None
     successor: str = ""
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ _SLOT_QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
                               r"(?:do|did) i (?:like|love|enjoy|hate|dislike)\b|\b(?:dislike|can't stand|enjoy)\b",
                               re.I)),
 )
-_WHO_IS = re.compile(r"\bwho(?:'s| is| was)\s+(?P<name>[A-Z][a-z]+)\b")
+_WHO_IS = re.compile(r"\b(?i:who)(?:'s| is| was)\s+(?P<name>[A-Z][a-z]+)\b")
 _RELATION_NAME = re.compile(r"\bmy (?P<relation>(?:(?:" + _RELATIONS + r")'s )?(?:" + _RELATIONS + r"))(?:'s name|\b)",
                             re.I)
 _WHOSE = re.compile(r"\b(?:does|did|is|was) my (?P<relation>(?:(?:" + _RELATIONS + r")'s )?(?:" + _RELATIONS
@@ -97,6 +99,8 @@ def question_about(message: str) -> Asked | None:
         return Asked(subject=SELF, slots=("family",), relation=named, past=past)
     if not slots:
         return None
+    if slots[0] in ("birthday", "name"):  # "when is my birthday" asks no plan
+        slots = slots[:1]
     if "partner" in slots and "pet" not in slots:
         slots = ("partner", "family") if relation else ("partner",)
     polarity = "-" if re.search(r"\b(?:hate|dislike|can't stand)\b", message, re.I) else "+"
@@ -122,7 +126,7 @@ _ASKED_FRAME = {stem(w) for w in ("favourite favorite favourit what when where w
                                   "plans trip name time date day going").split()}
 
 
-def _said(text: str) -> str:
+def said_to_person(text: str) -> str:
     """A stored fact said to the person: "User lives in Porto" → "You live in Porto"."""
     plan = re.match(r"^User's plan: (?P<value>.+)$", text)
     if plan:
@@ -206,21 +210,33 @@ def answer_from_facts(message: str, facts: Sequence[KnownFact]) -> str | None:
     if asked.past:
         if not ended:
             return None
-        said = [f"{_in_the_past(_said(f.text))} (until {day_text(f.valid_until)})" for f in ended[:2]]
+        said = [f"{_in_the_past(said_to_person(f.text))} (until {day_text(f.valid_until)})" for f in ended[:2]]
         return "Before that, " + "; ".join(s[:1].lower() + s[1:] for s in said) + "."
     if not current:
         return None
-    said = [f"{_said(f.text)}{_when(f)}" for f in current[:3]]
+    said = [f"{said_to_person(f.text)}{_when(f)}" for f in current[:3]]
     return ". ".join(said) + "."
 
 
-def remembered(message: str) -> list[str]:
-    """What a statement told, said back to the person ("you live in Porto now")."""
-    told = []
-    for fact in facts_of(message):
-        sentence = _said(fact.text)
-        sentence = sentence[:1].lower() + sentence[1:]
-        if fact.change and fact.value and fact.slot in ("residence", "employer", "occupation", "partner", "diet"):
-            sentence += " now"
-        told.append(sentence)
-    return told
+KNOWN_FACTS_IN_PROMPT = 30
+
+
+def with_known_facts(items: Sequence[RecalledItem], facts: Sequence[KnownFact], *,
+                     limit: int = KNOWN_FACTS_IN_PROMPT) -> list[RecalledItem]:
+    """A model's prompt carries what is known of the person: the recalled items, with the current
+    facts first in their section and the superseded ones after them marked with their period
+    ("until March 2026; since then: …"). A fact the recall found already is not repeated."""
+    recalled = {item.ref for item in items if item.kind == "kb_fact"}
+    current = [f for f in facts if f.valid_until is None and f.id not in recalled][:limit]
+    ended = [f for f in facts if f.valid_until is not None and f.id not in recalled][:max(0, limit - len(current))]
+    known = [RecalledItem(kind="kb_fact", ref=f.id, text=f.text, score=1.0, timestamp=f.said_at,
+                          breakdown={"known": 1.0}) for f in current]
+    known += [RecalledItem(kind="kb_fact", ref=f.id, text=superseded_text(f.text, f.valid_until, f.successor),
+                           score=0.5, timestamp=f.said_at,
+                           breakdown={"known": 1.0, "superseded": 0.5, "until": f.valid_until.timestamp()})
+              for f in ended if f.valid_until is not None]
+    others = [item for item in items if item.kind != "kb_fact"]
+    facts_recalled = [item for item in items if item.kind == "kb_fact"]
+    now = [item for item in facts_recalled if "superseded" not in item.breakdown]
+    then = [item for item in facts_recalled if "superseded" in item.breakdown]
+    return [*others, *now, *known[:len(current)], *then, *known[len(current):]]

@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from .fact_answers import KnownFact, answer_from_facts, remembered
+from .fact_answers import KnownFact, answer_from_facts
 from .supersession import asks_about_the_past, says_superseded, successor_in
 from .text import WORD, clean_text, content_terms, is_question, sentence_inside, split_sentences, stem
 from .types import RecalledItem
@@ -351,10 +351,7 @@ def acknowledge(message: str, evidence: Sequence[Evidence], *, user_name: str | 
     if not statements:
         return f"Okay{_addressed(user_name)}. Tell me more whenever you like."
     first = _LEAD_IN.sub("", statements[0]) or statements[0]
-    told = remembered(message)
-    if told:
-        said = f"I'll remember that {' and that '.join(told[:3])}"
-    elif not _SECOND_PERSON.search(first):
+    if not _SECOND_PERSON.search(first):
         said = f"I'll remember that {sentence_inside(reflect(first))}"
     else:
         said = f"I'll remember what you said: “{first.rstrip()}”"

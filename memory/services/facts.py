@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
@@ -56,6 +57,17 @@ class FactChange:
     supersession_id: str = ""
 
 
+def facts_at_turn() -> bool:
+    """MEMORYOS["FACTS_AT_TURN"] (default on): facts are read at their turn, not only on promotion."""
+    return bool(settings.MEMORYOS.get("FACTS_AT_TURN", True))
+
+
+def _facts_by_model() -> bool:
+    """MEMORYOS["TURN_FACTS_MODEL"] (default off): with an LLM configured, the model reads each turn's
+    facts (a second call per turn); off, the offline extractor does, with or without a model."""
+    return bool(settings.MEMORYOS.get("TURN_FACTS_MODEL", False))
+
+
 def _speaker(page: DialoguePage) -> str:
     if page.utterances:
         return str(page.utterances[0].get("speaker", "")) or "user"
@@ -64,7 +76,7 @@ def _speaker(page: DialoguePage) -> str:
 
 def _model_facts(user_id: int, text: str) -> list[str] | None:
     """The model's facts for one message, or None (no model, or an answer that failed its check)."""
-    model = configured.chat_model()
+    model = configured.chat_model() if _facts_by_model() else None
     if model is None:
         return None
     from memory.adapters.llm import complete_json  # the model's client loads only where one is configured
@@ -220,6 +232,28 @@ def _statement(row: KnowledgeFact) -> str:
     chosen = [s for s in split_sentences(page.query)
               if any(normalise_fact(f.text) == row.normalised for f in facts_of(s))]
     return " ".join(chosen)
+
+
+def facts_reread_page(*, user, page_id: str, now: datetime | None = None) -> list[FactChange]:
+    """A corrected turn's facts read again: a fact it no longer states loses it as a source (and is
+    deleted, audited, when it had no other), and what the corrected words state is stored."""
+    from memory.services.deletion import memory_delete
+
+    page = DialoguePage.objects.filter(user=user, pk=page_id).first()
+    if page is None or not facts_at_turn():
+        return []
+    stated = {normalise_fact(f.text)[:500] for f in facts_of(page.query)}
+    for fact in KnowledgeFact.objects.filter(user=user).only("id", "normalised", "source_page_ids"):
+        sources = [str(p) for p in fact.source_page_ids or ()]
+        if str(page.pk) not in sources or fact.normalised in stated:
+            continue
+        if sources == [str(page.pk)]:
+            memory_delete(user=user, kind="fact", ident=str(fact.pk), actor=None,
+                          reason="its turn was corrected and no longer states it")
+        else:
+            fact.source_page_ids = [p for p in sources if p != str(page.pk)]
+            fact.save(update_fields=["source_page_ids"])
+    return facts_from_page(user_id=user.pk, page=page, now=now)
 
 
 def fact_changes_of_page(*, user, page_id: str) -> list[FactChange]:

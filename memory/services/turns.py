@@ -23,7 +23,7 @@ from memory.adapters import configured
 from memory.adapters.circuit import ModelCircuitOpen
 from memory.config import memory_params
 from memory.engine import offline
-from memory.engine.fact_answers import KnownFact
+from memory.engine.fact_answers import KnownFact, with_known_facts
 from memory.engine.ports import ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.engine.types import RecalledItem
@@ -92,7 +92,7 @@ def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None,
 def _known_facts(user) -> list[KnownFact]:
     """The person's facts as the offline reply reads them: current and superseded, with periods."""
     return [KnownFact(text=f.fact.text, said_at=f.fact.timestamp, valid_until=f.fact.valid_until,
-                      successor=f.successor) for f in facts_with_periods(user=user)]
+                      successor=f.successor, id=str(f.fact.pk)) for f in facts_with_periods(user=user)]
 
 
 def _stream_words(text: str) -> Iterator[str]:
@@ -235,8 +235,12 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if sona.profile:
         system += f"\nYour persona: {sona.profile}"
 
+    # A model reads what is known of the person: current facts first, superseded ones with their period.
+    known = _known_facts(user) if configured.chat_model() is not None else []
+
     def prompt_for(items: list[RecalledItem]) -> Prompt:
-        return assemble_prompt(query=page.query + attachment_prompt_text(attached), items=items, system=system,
+        return assemble_prompt(query=page.query + attachment_prompt_text(attached),
+                               items=with_known_facts(items, known), system=system,
                                budget_tokens=memory_params().prompt_token_budget)
 
     recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy, embedding=embedding,

@@ -209,7 +209,8 @@ def test_another_users_memory_is_refused(make_user):
 
 @pytest.mark.slow
 def test_delete_along_provenance_with_its_blast_radius(make_user, memory_env):
-    tune(memory_env, STM_CAPACITY=1, FSCORE_THRESHOLD=0.0)  # one segment takes every page
+    # one segment takes every page; the facts are the test's own, not the turns'
+    tune(memory_env, STM_CAPACITY=1, FSCORE_THRESHOLD=0.0, FACTS_AT_TURN=False)
     user = make_user()
     doomed = say(user, "My brother Aurelio lives in Porto and builds violins.")
     kept = say(user, "Aurelio visits every summer from Porto.")

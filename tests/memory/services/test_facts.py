@@ -120,3 +120,67 @@ def test_undo_of_another_users_fact_is_refused(make_user):
     with pytest.raises(MemoryNotFound):
         fact_change_undo(user=other, fact_id=str(fact.pk))
     assert KnowledgeFact.objects.filter(pk=fact.pk).exists()
+
+
+def test_a_fact_promotion_learns_late_is_ended_by_the_newer_change(make_user, memory_env):
+    """Promotion reads a segment's older turns after the move was read at its turn: what it learns
+    about where they lived is history at once, not current again."""
+    from datetime import UTC, datetime, timedelta
+
+    from memory.services.pages import page_start
+    from memory.services.turns import page_complete
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1, "FSCORE_THRESHOLD": 0.0}  # one segment
+    user = make_user()
+    start = datetime(2025, 3, 1, tzinfo=UTC)
+    lines = ["I live in Leeds with my two cats.", "The cats love the garden.", "I painted the kitchen blue.",
+             "My neighbours are lovely.", "We moved from Leeds to York last week!", "The new garden is tiny.",
+             "Closing line."]
+    for day, line in enumerate(lines):
+        page_complete(page=page_start(user=user, query=line, timestamp=start + timedelta(days=day)),
+                      response="Noted.", reply_model="test")
+
+    promoted = KnowledgeFact.objects.filter(user=user, segment__isnull=False)
+    assert promoted.filter(text__icontains="Leeds").exists()  # promotion learned it, late
+    assert not [t for t in current(user) if "Leeds" in t and "York" not in t]
+    assert "User lives in York" in current(user)
+
+
+def test_a_models_prompt_carries_current_facts_first_and_the_past_with_its_period(make_user, memory_env,
+                                                                                   openai_server):
+    from memory.adapters import configured
+
+    user = make_user()
+    turn_run(user=user, message="I live in Lyon.")
+    turn_run(user=user, message="I moved from Lyon to Porto.")
+    openai_server.reply("You live in Porto.")
+    memory_env.LLM_ENABLED, memory_env.OPENAI_API_KEY = True, "sk-test"
+    memory_env.OPENAI_BASE_URL = openai_server.base_url
+    configured.chat_model.cache_clear()
+
+    turn_run(user=user, message="Where do I live?")
+
+    system = [r for r in openai_server.chat_requests() if r.body.get("stream")][-1].body["messages"][0]["content"]
+    facts = system.split("## Facts about the user", 1)[1]
+    assert facts.index("User lives in Porto") < facts.index("User lives in Lyon (until")
+    assert "since then: User lives in Porto" in facts
+
+
+def test_with_the_model_reading_turns_its_facts_are_stored_and_bad_answers_fall_back(make_user, memory_env,
+                                                                                       openai_server):
+    from memory.adapters import configured
+    from memory.services.facts import facts_read
+
+    user = make_user()
+    memory_env.LLM_ENABLED, memory_env.OPENAI_API_KEY = True, "sk-test"
+    memory_env.OPENAI_BASE_URL = openai_server.base_url
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "TURN_FACTS_MODEL": True}
+    configured.chat_model.cache_clear()
+
+    openai_server.reply('Sure: {"facts": ["User lives in Porto.", {"text": "User has a cat named Miso"}]}')
+    assert facts_read(user_id=user.pk, text="I live in Porto with Miso, my cat.") == (
+        ["User lives in Porto", "User has a cat named Miso"], "model")
+    openai_server.reply("I cannot answer in JSON today.")
+    assert facts_read(user_id=user.pk, text="I live in Porto.") == (["User lives in Porto"], "offline")
+    assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED,
+                                         payload__task="turn_facts").exists()
