@@ -56,7 +56,12 @@ _NOT_SPEAKERS = ("January|February|March|April|May|June|July|August|September|Oc
 _SPEAKER = re.compile(r"(?:(?<=^)|(?<=\s))(?!(?:" + _NOT_SPEAKERS + r"):)([A-Z][\w'-]{0,30}):\s")
 # Earlier offline replies restate memory; quoting them would cite a citation.
 _OWN_REPLY = re.compile(r"^\s*(?:(?:Here's what I remember|I don't recall anything|Got it|Okay|You're welcome|Bye"
-                        r"|Hi)\b|I'm [^,.]{1,40}, )")
+                        r"|Hi|I have kept|Before that, you|You live in)\b|I'm [^,.]{1,40}, )")
+# A page's attached files follow "Attached:" (memory/models.py): what the file says, no speaker's.
+_ATTACHED = "attached"
+_ASKS_FILE = re.compile(r"\b(?:file|files|document|doc|attachment|attached|pdf|list|notes|sheet)\b|\.\w{2,4}\b",
+                        re.IGNORECASE)
+_FILE_BONUS = 0.5
 # A question without its question mark, as people type them: "what is my dog's name", "tell me
 # about…"; "When I was a kid…" is a statement.
 _ASKS_START = re.compile(
@@ -136,6 +141,7 @@ def _said_parts(item: RecalledItem) -> list[tuple[str, str]]:
     if item.kind == "turn":  # "<speaker>: <words>", the speaker possibly of several words
         speaker, _, words = text.partition(": ")
         return [(speaker, words)] if words else [("", text)]
+    text, _, attached = text.partition(" | Attached: ")
     pieces = _ROLE_SPLIT.split(text)
     roles = [("", pieces[0])] + [(role.lower(), body) for role, body in zip(pieces[1::2], pieces[2::2], strict=True)]
     parts: list[tuple[str, str]] = []
@@ -146,11 +152,15 @@ def _said_parts(item: RecalledItem) -> list[tuple[str, str]]:
         if labelled[0].strip():
             parts.append((role or "user", labelled[0]))
         parts += list(zip(labelled[1::2], labelled[2::2], strict=True))
+    if attached.strip():
+        parts.append((_ATTACHED, re.sub(r"^\[[^\]]{1,120}\]\s*", "", attached.strip())))
     return parts
 
 
 def _speaker_of(label: str, *, user_names: frozenset[str], sona_name: str | None) -> str:
     lowered = label.lower()
+    if lowered == _ATTACHED:
+        return _ATTACHED
     if lowered in ("user", *user_names):
         return "user"
     if lowered == "assistant" or (sona_name and lowered == sona_name.lower()):
@@ -224,10 +234,12 @@ def gather_evidence(message: str, items: Sequence[RecalledItem], *, query_terms:
                 strong = len((shared & terms) - _FRAME_WORDS)  # who said it is no answer by itself
                 # Meaning alone vouches only for words that say something ("Wow, Mel!" does not).
                 on_topic = semantic >= _SEMANTIC_FLOOR and len(terms) >= _MIN_TERMS
-                if not (strong or on_topic or item.kind == "profile" and shared):
+                about_file = speaker == _ATTACHED and bool(_ASKS_FILE.search(message))
+                if not (strong or on_topic or about_file or item.kind == "profile" and shared):
                     continue
                 key = " ".join(sentence.lower().split())
-                found = Evidence(semantic + _LEXICAL_WEIGHT * lexical, semantic, strong, item, speaker,
+                bonus = _FILE_BONUS if about_file else 0.0
+                found = Evidence(semantic + _LEXICAL_WEIGHT * lexical + bonus, semantic, strong, item, speaker,
                                  sentence.strip(), order)
                 if key not in best or best[key].relevance < found.relevance:
                     best[key] = found
@@ -287,7 +299,8 @@ def cite(evidence: Evidence, now: datetime | None) -> str:
     if evidence.speaker == "noted":
         sentence = second_person(snippet)
         return f"{when} I noted that {sentence}{'' if sentence[-1] in '.!?…' else '.'}{note}"
-    who = {"user": "you told me", "assistant": "I said"}.get(evidence.speaker, f"{evidence.speaker} said")
+    who = {"user": "you told me", "assistant": "I said", _ATTACHED: "the file you attached said"}.get(
+        evidence.speaker, f"{evidence.speaker} said")
     return f"{when} {who}: “{snippet}”{note}"
 
 
