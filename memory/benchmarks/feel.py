@@ -44,6 +44,8 @@ def add_arguments(parser) -> None:
                         help="a script file of your own (the same format), run as its own half")
     parser.add_argument("--script", action="append", default=[], help="run only scripts with this name")
     parser.add_argument("--misses", action="store_true", help="list each failed check with its reply")
+    parser.add_argument("--in-place", action="store_true",
+                        help="throwaway users in the configured database instead of a fresh one (tests)")
 
 
 def load_scripts(path: Path) -> list[dict[str, Any]]:
@@ -101,14 +103,14 @@ def run_script(user, script: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_halves(halves: dict[str, Sequence[dict[str, Any]]], *, only: Sequence[str] = (),
-               show: bool = False) -> dict[str, list[dict[str, Any]]]:
+               show: bool = False, in_place: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Each half's checks, every script for a fresh user in a fresh store (the offline engine)."""
     from memory.adapters import configured
 
     if configured.chat_model() is not None:
         raise CommandError("bench feel measures the offline engine: unset the LLM endpoint (LLM_ENABLED=0)")
     results: dict[str, list[dict[str, Any]]] = {}
-    with common.bench_env() as env:
+    with common.bench_env(isolate_db=not in_place) as env:
         for half, scripts in halves.items():
             chosen = [s for s in scripts if not only or s["name"] in only]
             results[half] = []
@@ -131,12 +133,13 @@ def scores(checks: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def run(options: dict, stdout) -> dict:
-    asked = options.get("half")
-    halves = {name: HALVES[name] for name in asked} if asked else {
+    asked, files = options.get("half"), options.get("file") or ()
+    halves = {name: HALVES[name] for name in asked or ()} if asked or files else {
         name: path for name, path in HALVES.items() if path.exists()}
-    halves.update({path.stem: path for path in options.get("file") or ()})
+    halves.update({path.stem: path for path in files})
     loaded = {name: load_scripts(path) for name, path in halves.items()}
-    checks = run_halves(loaded, only=options.get("script") or (), show=not options.get("no_progress"))
+    checks = run_halves(loaded, only=options.get("script") or (), show=not options.get("no_progress"),
+                        in_place=bool(options.get("in_place")))
     return {"benchmark": "feel", "date": common.today(), "machine": common.machine(),
             "halves": {half: {"scripts": len({c["script"] for c in found}), "scores": scores(found),
                               "misses": [c for c in found if not c["passed"]]}
