@@ -39,8 +39,6 @@ from memory.services.events import event_record
 from persona.models import KnowledgeFact, Supersession
 
 log = logging.getLogger(__name__)
-# Pages read per run: a bulk import's backlog is read in turns, oldest first.
-PAGES_PER_RUN = 64
 VIA_TURN = "turn"
 
 
@@ -128,8 +126,9 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
     """Facts from the user's turns that maintenance has not chained yet (their first run after the
     reply), stored and checked for changes, each turn's announced. Safe to run again: a fact
     already known only gains the page as a source."""
+    # Every page the chain step will take in this run (it takes them all): none is chained unread.
     pages = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, chain_done=False)
-                 .order_by("seq")[:PAGES_PER_RUN])
+                 .order_by("seq"))
     changes: list[FactChange] = []
     for page in pages:
         found = facts_from_page(user_id=user_id, page=page, now=now)
