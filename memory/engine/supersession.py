@@ -666,7 +666,7 @@ def period_label(valid_until: datetime | None) -> str:
     return f"until {valid_until:%B %Y}" if valid_until is not None else ""
 
 
-_PAST_QUESTION = re.compile(r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|earlier|old|originally|"
+_PAST_QUESTION = re.compile(r"\b(?:before|used to|use to|previous(?:ly)?|former(?:ly)?|earlier|old|originally|"
                             r"back then|in the past|first)\b", re.I)
 
 

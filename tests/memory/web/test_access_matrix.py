@@ -115,6 +115,8 @@ ROUTES: dict[str, list[Route]] = {
     "chat/sonas/rename/": [Route("POST", "/chat/sonas/rename/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
                                  {"name": "mate"})],
     "chat/turns/<uuid:page_id>/recall/": [Route("GET", "/chat/turns/{page}/recall/", OWNED_PAGE)],
+    # the chat notice's undo: the owner's POST deletes it (a fact of its own), nobody else finds it
+    "chat/memory/undo/<uuid:fact_id>/": [Route("POST", "/chat/memory/undo/{undo_fact}/", OWNED_PAGE)],
     "settings/tokens/": [Route("GET", "/settings/tokens/", PAGE)],
     # Each signed-in caller sets their own (their own row): saved and sent back to the profile page.
     "settings/decay/": [Route("POST", "/settings/decay/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
@@ -172,6 +174,8 @@ def world(make_user, memory_env):
         turn_run(user=owner, message=text, files=files, sona=sona_get_or_create(user=owner, name="sailor"))
     page = owner.pages.order_by("seq").first()
     fact = KnowledgeFact.objects.create(user=owner, text=f"User sails to {SECRET}", normalised=f"sails {SECRET}")
+    undo_fact = KnowledgeFact.objects.create(user=owner, text=f"User flies kites on {SECRET}",
+                                             normalised=f"kites {SECRET}")
     # a change of residence waiting for review
     KnowledgeFact.objects.create(user=owner, text="User lives in Leeds", normalised="lives leeds",
                                  timestamp=page.timestamp - timedelta(days=30))
@@ -187,6 +191,7 @@ def world(make_user, memory_env):
     revoked, revoked_text = token_create(user=owner, name="old")
     token_revoke(user=owner, token_id=revoked.id)
     ids = {"owner": owner.username, "page": str(page.id), "fact": str(fact.id), "cid": page.cid,
+           "undo_fact": str(undo_fact.id),
            "file": island_map.content_cid, "supersession": str(supersession.pk),
            "segment": str(Segment.objects.get(user=owner).id),
            "trace": str(RetrievalTrace.objects.filter(user=owner).first().id)}
