@@ -129,27 +129,44 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
     # Every page the chain step will take in this run (it takes them all): none is chained unread.
     pages = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, chain_done=False)
                  .order_by("seq"))
+    # Read first (the model outside any transaction), then embed what is new in one call: a bulk
+    # import's batch of pages costs one embedding call, not one a page.
+    read = {page.pk: facts_read(user_id=user_id, text=page.query) if page.query.strip() else ([], "offline")
+            for page in pages}
+    vectors = _vectors_of_new(user_id, [text for texts, _ in read.values() for text in texts])
     changes: list[FactChange] = []
     for page in pages:
-        found = facts_from_page(user_id=user_id, page=page, now=now)
+        found = facts_from_page(user_id=user_id, page=page, now=now, read=read[page.pk], vectors=vectors)
         transaction.on_commit(lambda page_id=str(page.id), found=found: fact_changes_announce(
             user_id=user_id, page_id=page_id, changes=found))
         changes += found
     return changes
 
 
-def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = None) -> list[FactChange]:
-    """One turn's facts: stored (or their source added), then supersession on the new ones."""
-    if not page.query.strip():
-        return []
-    texts, via = facts_read(user_id=user_id, text=page.query)  # the model is asked outside any transaction
+def _vectors_of_new(user_id: int, texts: Sequence[str]) -> dict[str, list[float]]:
+    """The embeddings of the fact texts not stored yet, by text (none when the embedder fails: the
+    facts are stored all the same, and found by the reply and the listings)."""
+    texts = list(dict.fromkeys(texts))
     if not texts:
-        return []
+        return {}
     known = set(KnowledgeFact.objects.filter(user_id=user_id, normalised__in=[normalise_fact(t)[:500] for t in texts])
                 .values_list("normalised", flat=True))
     fresh = [t for t in texts if normalise_fact(t)[:500] not in known]
     vectors = (embed_or_none(fresh) or []) if fresh else []
-    by_text = dict(zip(fresh, vectors, strict=False))
+    return dict(zip(fresh, vectors, strict=False))
+
+
+def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = None,
+                    read: tuple[list[str], str] | None = None,
+                    vectors: dict[str, list[float]] | None = None) -> list[FactChange]:
+    """One turn's facts: stored (or their source added), then supersession on the new ones. `read`
+    and `vectors`: the facts_read and embeddings the caller has already (facts_from_turns)."""
+    if not page.query.strip():
+        return []
+    texts, via = read if read is not None else facts_read(user_id=user_id, text=page.query)
+    if not texts:
+        return []
+    by_text = vectors if vectors is not None else _vectors_of_new(user_id, texts)
     stored: list[KnowledgeFact] = []
     points: list[VectorPoint] = []
     with transaction.atomic():
