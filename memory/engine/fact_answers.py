@@ -49,7 +49,7 @@ _PARTNER = re.compile(r"\b(?:partner|girlfriend|boyfriend|wife|husband|fianc\w*|
                       r"seeing someone|married|single|relationship)\b", re.I)
 _SLOT_QUESTIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("birthday", re.compile(r"\bbirthday\b", re.I)),
-    ("name", re.compile(r"\bmy (?:full )?name\b|\bwho am i\b|\bwhat am i called\b", re.I)),
+    ("name", re.compile(r"\bmy (?:full )?name\b|\bwho am i\W*$|\bwhat am i called\b", re.I)),
     ("residence", re.compile(r"\b(?:where|which|what)\b.*\b(?:live|living|based|home|reside)\b|"
                              r"\bwhere(?:'s| is) (?:my )?home\b|\bwhere am i (?:living|based|from)\b", re.I)),
     ("employer", re.compile(r"\bwho (?:do|did) i work for\b|\b(?:where|which company|what company|which firm)\b.*"

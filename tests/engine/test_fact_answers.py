@@ -46,6 +46,7 @@ def test_the_newest_value_of_a_one_value_slot_answers():
 @pytest.mark.parametrize(("question", "slots"), [
     ("Where do I live?", ("residence",)), ("Who do I work for?", ("employer",)),
     ("What's my cat's name?", ("pet",)), ("When is my birthday?", ("birthday",)),
+    ("Who am I dating?", ("partner",)), ("Who am I?", ("name",)),
 ])
 def test_questions_are_read_into_slots(question, slots):
     asked = question_about(question)
