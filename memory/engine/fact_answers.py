@@ -226,6 +226,8 @@ def with_known_facts(items: Sequence[RecalledItem], facts: Sequence[KnownFact], 
     """A model's prompt carries what is known of the person: the recalled items, with the current
     facts first in their section and the superseded ones after them marked with their period
     ("until March 2026; since then: …"). A fact the recall found already is not repeated."""
+    if not facts:
+        return list(items)
     recalled = {item.ref for item in items if item.kind == "kb_fact"}
     current = [f for f in facts if f.valid_until is None and f.id not in recalled][:limit]
     ended = [f for f in facts if f.valid_until is not None and f.id not in recalled][:max(0, limit - len(current))]

@@ -77,14 +77,14 @@ class TurnResult:
 
 
 def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None,
-                   files: Sequence[AttachedFile] = ()) -> str:
+                   files: Sequence[AttachedFile] = (), facts: Sequence[KnownFact] = ()) -> str:
     profile = getattr(user, "long_term_profile", None)
     name = profile.name if profile and profile.name else None
     # The user's utterances are indexed under their profile name, else their username
     # (memory/services/utterances.py): those are the words the reply cites as "you told me".
     reply = offline.compose_reply(query, recall.items, user_name=name, sona_name=sona.name if sona else None,
                                   now=timezone.now(), user_aliases=(name or "", user.get_username()),
-                                  facts=_known_facts(user), persona=sona.profile if sona else "")
+                                  facts=facts, persona=sona.profile if sona else "")
     note = attachment_note(files)
     return f"{note}\n\n{reply}" if note else reply
 
@@ -113,13 +113,13 @@ class GeneratedReply:
 
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
                    on_token: Callable[[str], None] | None,
-                   files: Sequence[AttachedFile] = ()) -> GeneratedReply:
+                   files: Sequence[AttachedFile] = (), facts: Sequence[KnownFact] = ()) -> GeneratedReply:
     """The reply, streamed through `on_token`. A failing LLM falls back to the offline engine; one
     whose circuit breaker is open (memory/adapters/circuit.py) is not asked at all."""
     model = configured.chat_model()
     emit = on_token or (lambda _token: None)
     if model is None:
-        reply = _offline_reply(query, recall, user=user, sona=sona, files=files)
+        reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts)
         for token in _stream_words(reply):
             emit(token)
         return GeneratedReply(reply, OFFLINE_MODEL_NAME)
@@ -138,7 +138,7 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
         breaker_open = isinstance(exc, ModelCircuitOpen)
     log.warning("event=reply_fallback user=%s breaker_open=%s reason=%r", user.pk, breaker_open, reason)
     notice = "\n\n(The language model is unavailable; this reply comes from the offline memory engine.)"
-    reply = _offline_reply(query, recall, user=user, sona=sona, files=files) + notice
+    reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts) + notice
     for token in _stream_words(reply):
         emit(token)
     return GeneratedReply(reply, OFFLINE_MODEL_NAME, reason, breaker_open)
@@ -173,6 +173,7 @@ class PreparedTurn:
     recall: Recall
     prompt: Prompt
     files: Sequence[AttachedFile]
+    facts: Sequence[KnownFact] = ()  # what is known of the person (read by the turn worker)
     # The message's vector (the recall's query vector): a page whose text is the message alone (an
     # offline reply's, memory/services/pages.py page_text) is stored with it, not embedded again.
     query_vector: list[float] | None = None
@@ -235,12 +236,14 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if sona.profile:
         system += f"\nYour persona: {sona.profile}"
 
-    # A model reads what is known of the person: current facts first, superseded ones with their period.
-    known = _known_facts(user) if configured.chat_model() is not None else []
+    # What is known of the person, read here (the reply's thread keeps no connection): the offline
+    # reply answers from it, and a model's prompt carries it, current facts first.
+    known = _known_facts(user)
+    in_prompt = known if configured.chat_model() is not None else []
 
     def prompt_for(items: list[RecalledItem]) -> Prompt:
         return assemble_prompt(query=page.query + attachment_prompt_text(attached),
-                               items=with_known_facts(items, known), system=system,
+                               items=with_known_facts(items, in_prompt), system=system,
                                budget_tokens=memory_params().prompt_token_budget)
 
     recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy, embedding=embedding,
@@ -250,7 +253,7 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if embedding is not None and embedding.done() and embedding.exception() is None:
         query_vector = embedding.result()[0]
     return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached,
-                        query_vector=query_vector)
+                        query_vector=query_vector, facts=known)
 
 
 def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
@@ -261,7 +264,7 @@ def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = N
     stored (the chat's turn workers, which other users' recalls wait for). A page indexed by the
     message alone (an offline reply's) takes the recall's query vector: the same words."""
     generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
-                               sona=turn.sona, on_token=on_token, files=turn.files)
+                               sona=turn.sona, on_token=on_token, files=turn.files, facts=turn.facts)
     page = turn.page
     text = page_text(page.query, generated.text, generated.model, page.attachment_text)
     if turn.query_vector is not None and text == page.query:
