@@ -60,6 +60,13 @@ def facts_at_turn() -> bool:
     return bool(settings.MEMORYOS.get("FACTS_AT_TURN", True))
 
 
+def _facts_indexed() -> bool:
+    """MEMORYOS["TURN_FACTS_INDEXED"] (default off): facts read at their turn get vector points too.
+    Off, recall ranks as before (the BM25 statistics and the long-term boost see promotion's facts
+    only); the reply and a model's prompt read the facts themselves (memory/services/turns.py)."""
+    return bool(settings.MEMORYOS.get("TURN_FACTS_INDEXED", False))
+
+
 def _facts_by_model() -> bool:
     """MEMORYOS["TURN_FACTS_MODEL"] (default off): with an LLM configured, the model reads each turn's
     facts (a second call per turn); off, the offline extractor does, with or without a model."""
@@ -147,7 +154,7 @@ def _vectors_of_new(user_id: int, texts: Sequence[str]) -> dict[str, list[float]
     """The embeddings of the fact texts not stored yet, by text (none when the embedder fails: the
     facts are stored all the same, and found by the reply and the listings)."""
     texts = list(dict.fromkeys(texts))
-    if not texts:
+    if not texts or not _facts_indexed():
         return {}
     known = set(KnowledgeFact.objects.filter(user_id=user_id, normalised__in=[normalise_fact(t)[:500] for t in texts])
                 .values_list("normalised", flat=True))
@@ -180,7 +187,7 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
                     points.append(VectorPoint(id=str(row.id), vector=vector, text=text,
                                               payload={"user_id": str(user_id), "kind": "kb",
                                                        "timestamp": page.timestamp.timestamp()}))
-        if points:
+        if points and _facts_indexed():
             transaction.on_commit(lambda: configured.vector_index().upsert(points))
     changes = [FactChange(action="remembered", fact_id=str(row.id), text=row.text, page_id=str(page.id))
                for row in stored]

@@ -184,3 +184,18 @@ def test_with_the_model_reading_turns_its_facts_are_stored_and_bad_answers_fall_
     assert facts_read(user_id=user.pk, text="I live in Porto.") == (["User lives in Porto"], "offline")
     assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED,
                                          payload__task="turn_facts").exists()
+
+
+def test_facts_read_at_their_turn_leave_the_vector_index_as_it_was_unless_asked(make_user, memory_env):
+    """Recall ranks as before (BM25 statistics, the long-term boost): the reply reads the facts
+    itself. TURN_FACTS_INDEXED gives them points too."""
+    from memory.adapters import configured
+
+    user = make_user()
+    turn_run(user=user, message="I live in Lyon.")
+    assert KnowledgeFact.objects.filter(user=user).count() == 1
+    assert configured.vector_index().count(user_id=str(user.pk), kind="kb") == 0
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "TURN_FACTS_INDEXED": True}
+    turn_run(user=user, message="I have a cat named Miso.")
+    assert configured.vector_index().count(user_id=str(user.pk), kind="kb") == 1
