@@ -23,7 +23,7 @@ from memory.adapters import configured
 from memory.adapters.circuit import ModelCircuitOpen
 from memory.config import memory_params
 from memory.engine import offline
-from memory.engine.ports import ModelError
+from memory.engine.ports import ChatMessage, ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.engine.types import RecalledItem
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
@@ -100,6 +100,11 @@ class GeneratedReply:
     fallback_reason: str = ""
     breaker_open: bool = False  # the model was not asked: it is cooling off after repeated failures
     embedding: list[float] | None = None  # the page's, once the reply is known (turn_reply)
+
+
+def reply_model_name() -> str:
+    """The name replies are written under: the configured LLM's, else the offline engine's."""
+    return settings.OPENAI_CHAT_MODEL if settings.LLM_ENABLED else OFFLINE_MODEL_NAME
 
 
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
@@ -192,17 +197,21 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
 
 def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
                  on_stored: Callable[[DialoguePage], None] | None = None,
-                 files: Sequence[str] = ()) -> PreparedTurn:
+                 files: Sequence[str] = (), context: Sequence[ChatMessage] = ()) -> PreparedTurn:
     """The turn up to its reply: store the message, recall, assemble the prompt.
 
     The message, the files and the policy are checked as every way in checks them
     (memory/services/turn_input.py) before anything is stored. The chat runs the three parts of a
     turn on different threads (memory/services/chat.py): a reply waits on the model, and must not
     hold a thread other users' turns need for their recall.
+
+    `context` is what a client sent before this message (the OpenAI-compatible endpoint's earlier
+    messages): it goes into the model's prompt after the memory, and is stored nowhere.
     """
     end = replies_under_way.enter()
     try:
-        turn = _prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files)
+        turn = _prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files,
+                        context=context)
     except BaseException:
         end()
         raise
@@ -211,7 +220,8 @@ def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | 
 
 
 def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
-             on_stored: Callable[[DialoguePage], None] | None, files: Sequence[str]) -> PreparedTurn:
+             on_stored: Callable[[DialoguePage], None] | None, files: Sequence[str],
+             context: Sequence[ChatMessage] = ()) -> PreparedTurn:
     checked = turn_input_parse(message=message, files=files, policy=policy)
     sona = sona or sona_get_or_create(user=user)
     policy = policy_choose(requested=checked.policy, sona=sona)
@@ -228,7 +238,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
 
     def prompt_for(items: list[RecalledItem]) -> Prompt:
         return assemble_prompt(query=page.query + attachment_prompt_text(attached), items=items, system=system,
-                               budget_tokens=memory_params().prompt_token_budget)
+                               budget_tokens=memory_params().prompt_token_budget, context=context,
+                               context_share=settings.MEMORYOS_OPENAI["CONTEXT_SHARE"])
 
     recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy, embedding=embedding,
                                 prompt_for=prompt_for)
