@@ -207,6 +207,20 @@ def _sona_for_model(user, model: str):
 
 @database_sync_to_async
 @connections_kept
+def _authorized_turn(token: str, request: CompletionRequest | None) -> tuple[Any, ChatTurn | None]:
+    """The token's person and, for a request that parsed, its turn accepted: one call on the thread
+    every socket's and request's checks share, as the websocket's message check is."""
+    found = token_authenticate(text=token) if token else None
+    if found is None:
+        raise _unauthorized()
+    return found.user, (_accept(found.user, request) if request is not None else None)
+
+
+def _unauthorized() -> OpenAIError:
+    return OpenAIError(401, "Incorrect API key: use one of your MemoryOS API tokens (made on /settings/tokens/) "
+                       "as the key.", code="invalid_api_key")
+
+
 def _accept(user, request: CompletionRequest) -> ChatTurn:
     sona = _sona_for_model(user, request.model)
     try:
@@ -313,15 +327,13 @@ class OpenAIApp:
         if method != wanted:
             raise OpenAIError(405, f"{scope['path']} answers {wanted}, not {method}.", code="method_not_allowed",
                               headers=[(b"allow", wanted.encode())])
-        body = await _read_body(receive) if method == "POST" else b""
+        if path == f"{PREFIX}/chat/completions":
+            await self._complete(_bearer(headers), await _read_body(receive), send)
+            return
         user = await _token_user(_bearer(headers))
         if user is None:
-            raise OpenAIError(401, "Incorrect API key: use one of your MemoryOS API tokens (made on "
-                              "/settings/tokens/) as the key.", code="invalid_api_key")
-        if path == f"{PREFIX}/chat/completions":
-            await self._complete(user, body, send)
-        else:
-            await self._list(user, path, send)
+            raise _unauthorized()
+        await self._list(user, path, send)
 
     async def _list(self, user, path: str, send: Send) -> None:
         await chat_open(user_id=user.pk)  # a new person's default sona, as the chat page makes it
@@ -334,13 +346,15 @@ class OpenAIApp:
             raise OpenAIError(404, f"The model {wanted!r} does not exist.", code="model_not_found", param="model")
         await _json(send, 200, found)
 
-    async def _complete(self, user, body: bytes, send: Send) -> None:
+    async def _complete(self, token: str, body: bytes, send: Send) -> None:
+        request, refused = None, None
         try:
-            parsed = json.loads(body)
-        except (ValueError, RecursionError):
-            raise OpenAIError(400, "The request body is not valid JSON.") from None
-        request = completion_request_parse(parsed)
-        turn = await _accept(user, request)
+            request = completion_request_parse(_json_body(body))
+        except OpenAIError as error:
+            refused = error  # told after the key is checked, as OpenAI answers 401 first
+        user, turn = await _authorized_turn(token, request)
+        if refused is not None:
+            raise refused
         wait = await rate_limit_wait(user.pk)
         if wait:
             raise OpenAIError(429, f"You are sending messages too fast. Please wait {max(1, round(wait))} s.",
@@ -355,6 +369,13 @@ class OpenAIApp:
             await _stream(send, frames, request, ident, created)
         else:
             await _whole(send, frames, request, ident, created)
+
+
+def _json_body(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        raise OpenAIError(400, "The request body is not valid JSON.") from None
 
 
 async def _finished(frames: asyncio.Queue) -> dict[str, Any]:
