@@ -362,6 +362,8 @@ MEMORYOS_OPENAI = {
     "CONTEXT_SHARE": env_float("MEMORYOS_OPENAI_CONTEXT_SHARE", 0.5),
     "MAX_MESSAGES": env_int("MEMORYOS_OPENAI_MAX_MESSAGES", 500),
 }
+# A chat history uploaded on /settings/import/ (memory/web/history_import.py): read whole in memory.
+MEMORYOS_HISTORY_IMPORT_MAX_BYTES = env_int("MEMORYOS_HISTORY_IMPORT_MAX_BYTES", 100 * 1024 * 1024)
 # Django's cache holds the API's rate limits: Redis when configured, shared by every process.
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,

@@ -8,7 +8,8 @@ into conversations of the LoCoMo shape (memory/formats/locomo.py) that the impor
 - Claude (`conversations.json`): a list of conversations with `chat_messages`, each with `sender`
   (human or assistant), `text` (or text parts in `content`) and `created_at`.
 - A transcript: JSON Lines of `{"role": "user"|"assistant"|"system", "content": "...", "time": ...}`
-  (`time`: ISO 8601 or Unix seconds; optional).
+  (`time`: ISO 8601 or Unix seconds; a line without one takes the time before it, so the first
+  message needs one: an import must give the same times each run to know what it stored).
 
 Only the person's and the assistant's text turns are kept; system, tool and hidden messages, and
 messages without text (images, files, code runs) are skipped and counted by reason. Every message

@@ -13,6 +13,7 @@ interrupted one adds what is missing: a page is known by its source message ids 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,11 +74,14 @@ def history_read(*, user, data: bytes, name: str) -> tuple[str, list[History], C
     return kind, histories, whole
 
 
-def history_import(*, user, data: bytes, name: str, progress: bool = False) -> HistoryImportReport:
-    """Store the export's exchanges as pages of `user` (module doc); what was read, added and skipped."""
+def history_import(*, user, data: bytes, name: str, progress: bool = False,
+                   on_page: Callable[[int, int], None] | None = None) -> HistoryImportReport:
+    """Store the export's exchanges as pages of `user` (module doc); what was read, added and skipped.
+    `on_page(done, total)` is told after each page stored."""
     started = time.perf_counter()
     kind, histories, whole = history_read(user=user, data=data, name=name)
-    report = conversation_import(user=user, conversation=whole, progress=progress) if whole.sessions else None
+    report = (conversation_import(user=user, conversation=whole, progress=progress, on_page=on_page)
+              if whole.sessions else None)
     summary = histories_summary(histories)
     return HistoryImportReport(
         format=kind, conversations=summary["conversations"], messages=summary["messages"],

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.web import editing, inspector, profile, supersessions, tokens, views
+from memory.web import editing, history_import, inspector, profile, supersessions, tokens, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -13,6 +13,8 @@ urlpatterns = [
     path("profile/", profile.profile, name="profile"),
     path("profile/skip/", profile.profile_skip, name="profile_skip"),
     path("settings/tokens/", tokens.tokens, name="api_tokens"),
+    path("settings/import/", history_import.history_upload, name="history_upload"),
+    path("settings/import/<str:job>/", history_import.history_import_job, name="history_import_job"),
     path("settings/decay/", views.decay_settings, name="decay_settings"),
     path("inspector/", inspector.inspector_home, name="inspector_home"),
     path("inspector/switch/", inspector.inspector_switch, name="inspector_switch"),

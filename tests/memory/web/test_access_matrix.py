@@ -6,6 +6,7 @@ Nobody but the owner and an operator ever sees the owner's words."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -13,6 +14,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -23,6 +25,7 @@ from memory.services.tokens import token_create, token_revoke
 from memory.services.turns import turn_run
 from memory.services.users import sona_get_or_create
 from persona.models import KnowledgeFact
+from tests.memory.formats.exports import transcript
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 SECRET = "Zanzibar"  # in the owner's every message: it must reach nobody else
@@ -43,7 +46,7 @@ PUBLIC = dict.fromkeys(VISITORS, "any")  # sign-in pages, the API's documentatio
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # with {owner}, {page}, {segment}, {fact}, {trace}, {cid}, {supersession}
+    path: str  # with {owner}, {page}, {segment}, {fact}, {trace}, {cid}, {supersession}, {job}
     expect: dict
     body: dict | None = None
     htmx: bool = False
@@ -116,6 +119,8 @@ ROUTES: dict[str, list[Route]] = {
                                  {"name": "mate"})],
     "chat/turns/<uuid:page_id>/recall/": [Route("GET", "/chat/turns/{page}/recall/", OWNED_PAGE)],
     "settings/tokens/": [Route("GET", "/settings/tokens/", PAGE)],
+    "settings/import/": [Route("GET", "/settings/import/", PAGE)],
+    "settings/import/<str:job>/": [Route("GET", "/settings/import/{job}/", OWNED_PAGE)],
     # Each signed-in caller sets their own (their own row): saved and sent back to the profile page.
     "settings/decay/": [Route("POST", "/settings/decay/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
                               {"short_term_minutes": "30", "long_term_threshold": "0.02"})],
@@ -186,7 +191,18 @@ def world(make_user, memory_env):
     _, other_token = token_create(user=other, name="other's")
     revoked, revoked_text = token_create(user=owner, name="old")
     token_revoke(user=owner, token_id=revoked.id)
+    uploader = Client()
+    uploader.force_login(owner)
+    job = uploader.post("/settings/import/", {"export": SimpleUploadedFile("notes.jsonl", transcript([
+        {"role": "user", "content": f"I sail to {SECRET}.", "time": "2025-06-01T10:00:00Z"},
+        {"role": "assistant", "content": "Fair winds."}]))})
+    assert job.status_code == 302, job.content.decode()[-800:]
+    for _ in range(300):  # the import's pages stored before anyone visits
+        if 'id="import-bar"' not in uploader.get(job.url, HTTP_HX_REQUEST="true").content.decode():
+            break
+        time.sleep(0.1)
     ids = {"owner": owner.username, "page": str(page.id), "fact": str(fact.id), "cid": page.cid,
+           "job": job.url.rstrip("/").rsplit("/", 1)[-1],
            "file": island_map.content_cid, "supersession": str(supersession.pk),
            "segment": str(Segment.objects.get(user=owner).id),
            "trace": str(RetrievalTrace.objects.filter(user=owner).first().id)}
