@@ -205,15 +205,19 @@ def _sona_for_model(user, model: str):
                       "(GET /v1/models lists them).", code="model_not_found", param="model")
 
 
-@database_sync_to_async
-@connections_kept
-def _authorized_turn(token: str, request: CompletionRequest | None) -> tuple[Any, ChatTurn | None]:
-    """The token's person and, for a request that parsed, its turn accepted: one call on the thread
-    every socket's and request's checks share, as the websocket's message check is."""
+def _authorized_turn_now(token: str, request: CompletionRequest | None) -> tuple[Any, ChatTurn | None]:
+    """The token's person and, for a request that parsed, its turn accepted, in one call.
+
+    On a thread of the loop's pool, not on the one the websocket's checks share: a token's first
+    use in a minute writes its last_used_at, and on SQLite that write waits for the turns' writes;
+    every other request and socket would wait behind it."""
     found = token_authenticate(text=token) if token else None
     if found is None:
         raise _unauthorized()
     return found.user, (_accept(found.user, request) if request is not None else None)
+
+
+_authorized_turn = database_sync_to_async(connections_kept(_authorized_turn_now), thread_sensitive=False)
 
 
 def _unauthorized() -> OpenAIError:
