@@ -372,3 +372,19 @@ def histories_summary(histories: Sequence[History]) -> dict[str, Any]:
         skipped.update(history.skipped)
     return {"conversations": len(histories), "messages": sum(len(h.messages) for h in histories),
             "skipped": dict(sorted(skipped.items()))}
+
+
+def export_conversation(kind: str, histories: Sequence[History], *, person: str, max_chars: int,
+                        name: str) -> Conversation:
+    """A whole export as one conversation in the order things were said, across its conversations
+    (they may overlap in time), each exchange a session; turn ids carry the format and the
+    conversation's id, so that they are unique in the export and the same on every run."""
+    assistant = ASSISTANT_NAMES[kind]
+    sessions = []
+    for number, history in enumerate(histories):
+        prefix = f"{kind}:{history.source_id[:40]}:"
+        read = history_conversation(history, person=person, assistant=assistant, max_chars=max_chars, prefix=prefix)
+        sessions += [(date, number, turns) for _, date, turns in read.sessions]
+    sessions.sort(key=lambda session: (session[0], session[1]))
+    return Conversation(sample_id=name, speaker_a=person, speaker_b=assistant, qa=(),
+                        sessions=tuple((n, date, turns) for n, (date, _, turns) in enumerate(sessions, start=1)))

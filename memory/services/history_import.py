@@ -19,14 +19,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memory.formats.histories import (
-    ASSISTANT_NAMES,
-    History,
-    HistoryFormatError,
-    histories_summary,
-    history_conversation,
-    read_export,
-)
+from memory.formats.histories import History, HistoryFormatError, export_conversation, histories_summary, read_export
 from memory.formats.locomo import Conversation
 from memory.services.common import MemoryInputError
 from memory.services.importing import conversation_import, conversations_validate
@@ -60,16 +53,8 @@ def history_read(*, user, data: bytes, name: str) -> tuple[str, list[History], C
         kind, histories = read_export(data, name=name)
     except HistoryFormatError as exc:
         raise MemoryInputError(f"Nothing was imported: {exc}") from None
-    person, assistant = _person_name(user), ASSISTANT_NAMES[kind]
-    limit = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
-    sessions = []
-    for number, history in enumerate(histories):
-        prefix = f"{kind}:{history.source_id[:40]}:"
-        read = history_conversation(history, person=person, assistant=assistant, max_chars=limit, prefix=prefix)
-        sessions += [(date, number, turns) for _, date, turns in read.sessions]
-    sessions.sort(key=lambda session: (session[0], session[1]))  # as said, across conversations
-    whole = Conversation(sample_id=name, speaker_a=person, speaker_b=assistant, qa=(),
-                         sessions=tuple((n, date, turns) for n, (date, _, turns) in enumerate(sessions, start=1)))
+    whole = export_conversation(kind, histories, person=_person_name(user), name=name,
+                                max_chars=settings.MEMORYOS["MAX_MESSAGE_CHARS"])
     conversations_validate([whole])
     return kind, histories, whole
 

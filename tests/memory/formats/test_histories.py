@@ -9,14 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.formats.histories import (
-    HistoryFormatError,
-    histories_summary,
-    history_conversation,
-    read_export,
-)
-from memory.formats.locomo import conversation_pages
-from tests.memory.formats.exports import (
+from memory.benchmarks.exports import (
     START,
     ChatGPTConversation,
     chatgpt_json,
@@ -25,6 +18,13 @@ from tests.memory.formats.exports import (
     claude_json,
     transcript,
 )
+from memory.formats.histories import (
+    HistoryFormatError,
+    histories_summary,
+    history_conversation,
+    read_export,
+)
+from memory.formats.locomo import conversation_pages
 
 
 def trip() -> ChatGPTConversation:

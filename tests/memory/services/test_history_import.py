@@ -10,17 +10,17 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from memory.models import DialoguePage, Sona
-from memory.services.common import MemoryInputError
-from memory.services.history_import import history_import
-from memory.services.recall import recall_for_query
-from tests.memory.formats.exports import (
+from memory.benchmarks.exports import (
     ChatGPTConversation,
     chatgpt_json,
     chatgpt_zip,
     claude_conversation,
     claude_json,
 )
+from memory.models import DialoguePage, Sona
+from memory.services.common import MemoryInputError
+from memory.services.history_import import history_import
+from memory.services.recall import recall_for_query
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 

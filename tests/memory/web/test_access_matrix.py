@@ -18,6 +18,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from memory.benchmarks.exports import transcript
 from memory.models import RetrievalTrace, Segment
 from memory.services.files import file_upload
 from memory.services.supersession import supersession_detect
@@ -25,7 +26,6 @@ from memory.services.tokens import token_create, token_revoke
 from memory.services.turns import turn_run
 from memory.services.users import sona_get_or_create
 from persona.models import KnowledgeFact
-from tests.memory.formats.exports import transcript
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 SECRET = "Zanzibar"  # in the owner's every message: it must reach nobody else

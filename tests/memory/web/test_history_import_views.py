@@ -9,8 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from memory.benchmarks.exports import ChatGPTConversation, chatgpt_json
 from memory.models import DialoguePage
-from tests.memory.formats.exports import ChatGPTConversation, chatgpt_json
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 

@@ -1,5 +1,6 @@
 """Chat exports made here, in ChatGPT's, Claude's and the transcript's shapes (no one's real data):
-builders for the tests and for `bench ingest`-sized files."""
+builders for the tests (tests/memory/formats/test_histories.py and the importing tests) and for
+`bench ingest --chatgpt-messages N`."""
 
 from __future__ import annotations
 
