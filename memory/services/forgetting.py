@@ -185,7 +185,7 @@ def memories_correct(*, user, fact_texts: dict[str, str] | None = None, repress_
     who = actor if actor is not None else user
     undo_facts, undo_pages, undo_profile = [], [], {}
     for fact_id, text in (fact_texts or {}).items():
-        fact = KnowledgeFact.objects.filter(user=user, id=fact_id).first()
+        fact = KnowledgeFact.objects.filter(user=user, id=fact_id).first() if _valid([fact_id]) else None
         if fact is None:
             raise MemoryNotFound(f"No fact {fact_id} in this memory.")
         before = fact.text
