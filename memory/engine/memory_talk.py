@@ -111,21 +111,25 @@ class Group:
 
 
 def topic_words(text: str) -> frozenset[str]:
-    """The content words of a text, stemmed, without the words every fact is phrased with."""
-    return frozenset(term.stem for term in content_terms(text)) - _NO_TOPIC
+    """The content words of a text, stemmed, and its numbers ("dish number 7" is not dish 17),
+    without the words every fact is phrased with."""
+    numbers = frozenset(re.findall(r"\b\d+\b", text))
+    return (frozenset(term.stem for term in content_terms(text)) | numbers) - _NO_TOPIC
 
 
 def matches(target: str, text: str) -> bool:
-    """Whether `text` says what `target` points at: it has every content word of the target (all
-    but one of four or more), or every name the target gives."""
+    """Whether `text` says what `target` points at: every name and number the target gives, or,
+    when it gives none, every content word of the target (all but one of four or more)."""
     wanted = topic_words(target)
     if not wanted:
         return False
     have = topic_words(text)
     found = len(wanted & have)
-    names = names_in([target])  # a name identifies: "my cat Miso" is the profile's "Pet: Miso" too
-    return (found == len(wanted) or (len(wanted) >= 4 and found >= len(wanted) - 1)
-            or bool(names) and names <= have)
+    # Names and numbers identify: "my cat Miso" is the profile's "Pet: Miso" too, and never a cat without it.
+    names = names_in([target]) | frozenset(re.findall(r"\b\d+\b", target))
+    if names:
+        return names <= have
+    return found == len(wanted) or (len(wanted) >= 4 and found >= len(wanted) - 1)
 
 
 def group(target: str, candidates: Sequence[Candidate]) -> list[Group]:
@@ -161,32 +165,35 @@ def names_in(texts: Sequence[str]) -> frozenset[str]:
 
 
 def quotes(memory: Group, target: str, text: str) -> bool:
-    """Whether a turn (a question, a reply) speaks of the memory: it names one of the memory's
-    names, or, when the memory has none, says everything the target says."""
+    """Whether a turn (a question, a reply) speaks of the memory. When the target names it (names,
+    numbers): the turn has every number and one of the names, and another of the target's words
+    besides a number; otherwise the turn names one of the memory's names, or, when it has none,
+    says everything the target says."""
+    have = topic_words(text)
+    numbers = frozenset(re.findall(r"\b\d+\b", target))
+    names = names_in([target])
+    if numbers or names:
+        rest = topic_words(target) - numbers
+        return numbers <= have and (not names or bool(names & have)) and (not numbers or bool(rest & have))
     names = names_in([c.text for c in memory.members])
-    return bool(names & topic_words(text)) if names else matches(target, text)
+    return bool(names & have) if names else matches(target, text)
 
 
-def related(words: frozenset[str], text: str) -> bool:
-    """Whether a text mentions any of `words` (a question or a reply that quoted a forgotten memory)."""
-    return bool(words & topic_words(text))
-
-
-# "one" is no number here: "the second one".
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "two": 2, "third": 3, "3rd": 3, "three": 3,
              "fourth": 4, "4th": 4, "four": 4, "fifth": 5, "5th": 5, "five": 5}
 _ALL = re.compile(r"\b(?:all|both|every ?one|each|all of them|both of them)\b", re.I)
 _NONE = re.compile(r"^\s*(?:none|neither|no|nothing|cancel|never ?mind|stop|don't|do not)\b", re.I)
+_YES = re.compile(r"^\s*(?:yes|yep|yeah|sure|ok(?:ay)?|go ahead|do it|please do)\b", re.I)
 
 
 def choose(answer: str, labels: Sequence[str]) -> list[int] | None:
-    """Which of the listed options (0-based) an answer picks: a number, an ordinal, "both"/"all",
+    """Which of the listed options (0-based) an answer picks: a number, an ordinal, "both"/"all"/"yes",
     or words of one option's label; [] for "none"/"cancel"; None when it picks nothing (an
     ordinary message: the question lapses)."""
     text = clean_text(answer).strip()
     if _NONE.match(text):
         return []
-    if _ALL.search(text):
+    if _ALL.search(text) or _YES.match(text):
         return list(range(len(labels)))
     picked = {n for word in re.findall(r"[A-Za-z0-9]+", text.lower())
               if (n := int(word) if word.isdigit() else _ORDINALS.get(word, 0)) and 1 <= n <= len(labels)}

@@ -193,17 +193,23 @@ def about_me(*, user) -> AboutMe:
                    statements=statements_recent(user=user, covered=covered))
 
 
-def memory_candidates(*, user, exclude_page_id=None) -> tuple[list[Candidate], dict[str, str]]:
+def memory_candidates(*, user, exclude_page_id=None, words: frozenset[str] | None = None,
+                      page_ids=()) -> tuple[list[Candidate], dict[str, str]]:
     """Everything a request may point at: facts (current and past), profile values and complete
     turns (their words and the reply); and each turn's words alone, by id (a question is not a
-    statement)."""
+    statement). With `words` (stems), only turns that may hold one of them are read (and those of
+    `page_ids`): a prefilter on the first letters of each stem, which every form of it shares."""
     candidates = [Candidate("fact", str(f.pk), f.text)
                   for f in KnowledgeFact.objects.filter(user=user, repressed=False).only("id", "text")]
     candidates += [Candidate("profile", v.field, f"{v.label}: {v.value}") for v in profile_values(user=user)]
     queries: dict[str, str] = {}
-    pages = DialoguePage.objects.filter(user=user, repressed=False).exclude(id=exclude_page_id).only(
-        "id", "query", "response").order_by("seq")
-    for page in pages:
+    pages = DialoguePage.objects.filter(user=user, repressed=False).exclude(id=exclude_page_id)
+    if words is not None:
+        wanted = Q(id__in=uuids(page_ids))
+        for word in words:
+            wanted |= Q(query__icontains=word[:3]) | Q(response__icontains=word[:3])
+        pages = pages.filter(wanted)
+    for page in pages.only("id", "query", "response").order_by("seq"):
         queries[str(page.id)] = page.query
         candidates.append(Candidate("page", str(page.id), f"{page.query}\n{page.response}"))
     return candidates, queries

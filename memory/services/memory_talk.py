@@ -22,10 +22,20 @@ from memory.models import DialoguePage, LifecycleEvent
 from memory.selectors.about_me import about_me, facts_known, memory_candidates, pages_dated, profile_values
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.services.events import event_record
-from memory.services.forgetting import Corrected, correction_undo, memories_correct, memories_forget
+from memory.services.forgetting import (
+    Corrected,
+    correction_undo,
+    memories_correct,
+    memories_forget,
+    reply_scrub,
+)
 from persona.models import UserTrait
 
 ASK = "ask"
+# How every question here ends: the next turn is read as its answer only after a reply that ends so.
+ANSWER_HINT = "(Answer with the number, \"all\" or \"none\".)"
+# A forget that would erase more than this many turns and facts asks first, listing a few.
+CONFIRM_ABOVE = 5
 REDACTED = "[forgotten]"
 # An answer to a question ("the first one", "both") is short; longer messages are never read as one.
 ANSWER_MAX_CHARS = 120
@@ -76,12 +86,13 @@ def _what(user, page: DialoguePage, target: str) -> TalkReply:
 
 # ------------------------------------------------------------------ forget
 
-def _statements(user, page: DialoguePage | None
+def _statements(user, page: DialoguePage | None, words: frozenset[str] | None, page_ids=()
                 ) -> tuple[list[talk.Candidate], list[talk.Candidate], dict[str, str]]:
     """What the person stated (facts, profile values, turns that are no question nor memory
     request: these may be chosen among), every turn with its reply (these follow what is chosen),
-    and each turn's own words by id."""
-    candidates, queries = memory_candidates(user=user, exclude_page_id=page.id if page is not None else None)
+    and each turn's own words by id; turns read only where they may hold one of `words`."""
+    candidates, queries = memory_candidates(user=user, exclude_page_id=page.id if page is not None else None,
+                                            words=words, page_ids=page_ids)
     statements, others = [], []
     for candidate in candidates:
         if candidate.kind != "page":
@@ -112,20 +123,34 @@ def _quoting(groups: list[talk.Group], target: str, others: list[talk.Candidate]
 
 
 def _forget(user, page: DialoguePage, target: str) -> TalkReply:
-    statements, _, _ = _statements(user, page)
+    statements, _, _ = _statements(user, page, talk.topic_words(target))
     groups = talk.group(target, statements)
     _redact(page)
     if not groups:
         return TalkReply("I found nothing like that in my memory, so there was nothing to forget.", talk.Intent.FORGET)
     if len(groups) > 1:
         return _ask(user, page, talk.Intent.FORGET, target, groups)
+    if len(groups[0].members) > CONFIRM_ABOVE:
+        return _confirm(user, page, target, groups[0])
     return _forget_groups(user, page, target, groups)
 
 
-def _forget_groups(user, page: DialoguePage, target: str, groups: list[talk.Group]) -> TalkReply:
-    _, others, queries = _statements(user, page)
+def _confirm(user, page: DialoguePage, target: str, memory: talk.Group) -> TalkReply:
+    """A forget that reaches many memories is confirmed first (they were told as one thing)."""
+    options = [[{"kind": c.kind, "id": c.ident} for c in memory.members]]
+    event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id=str(page.pk), action=ASK,
+                 intent=str(talk.Intent.FORGET), target=target, options=options)
+    shown = [f"- {_label(user, talk.Group((c,)))}" for c in memory.members[:3]]
+    return TalkReply("\n".join([f"That would forget {len(memory.members)} memories, for good, such as:", *shown,
+                                "Shall I forget them all? " + ANSWER_HINT]), talk.Intent.FORGET, action=ASK)
+
+
+def _forget_groups(user, page: DialoguePage, target: str, groups: list[talk.Group], also=()) -> TalkReply:
     members = [c for g in groups for c in g.members]
-    pages, replies = _quoting(groups, target, others, queries, {c.ident for c in members if c.kind == "page"})
+    words = talk.topic_words(target) | talk.names_in([c.text for c in members])
+    _, others, queries = _statements(user, page, words, [c.ident for c in members if c.kind == "page"])
+    chosen = {c.ident for c in members if c.kind == "page"} | set(also)
+    pages, replies = _quoting(groups, target, others, queries, chosen)
     done = memories_forget(user=user, fact_ids=[c.ident for c in members if c.kind == "fact"], page_ids=pages,
                            profile_fields=[c.ident for c in members if c.kind == "profile"], replies=replies,
                            via="chat")
@@ -153,7 +178,7 @@ def _correct(user, page: DialoguePage, target: str) -> TalkReply:
         return TalkReply("What should it be? Tell me, for example: \"that's wrong, I live in Porto\".",
                          talk.Intent.CORRECT)
     new, old_value = talk.correction_parts(target)
-    statements, _, _ = _statements(user, page)
+    statements, _, _ = _statements(user, page, talk.slot_words(new) | frozenset(old_value.split()))
     current = {f.id for f in facts_known(user=user)[0]}
     found = [c for c in statements if (c.kind != "fact" or c.ident in current)
              and talk.contradicts(new, c.text, old_value)]
@@ -193,7 +218,7 @@ def _undo(user, page: DialoguePage, target: str) -> TalkReply:
 # ------------------------------------------------------------------ why do you think I …?
 
 def _why(user, page: DialoguePage, target: str) -> TalkReply:
-    statements, _, _ = _statements(user, page)
+    statements, _, _ = _statements(user, page, talk.topic_words(target))
     groups = talk.group(target, statements)
     if not groups:
         return TalkReply("Nothing in my memory says that, so I don't think it.", talk.Intent.WHY)
@@ -232,11 +257,11 @@ def _explain(user, group: talk.Group) -> list[str]:
 def _ask(user, page: DialoguePage, intent: str, target: str, groups: list[talk.Group]) -> TalkReply:
     options = [[{"kind": c.kind, "id": c.ident} for c in g.members] for g in groups[:LIST_MAX]]
     event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id=str(page.pk), action=ASK,
-                 intent=str(intent), target=target if intent == talk.Intent.CORRECT else "", options=options)
+                 intent=str(intent), target=target, options=options)
     verb = "forget" if intent == talk.Intent.FORGET else "correct"
     lines = ["More than one thing I remember matches that:"]
     lines += [f"{i}. {_label(user, g)}" for i, g in enumerate(groups[:LIST_MAX], 1)]
-    lines.append(f"Which should I {verb}? Say the number, \"both\" (or \"all\"), or \"none\".")
+    lines.append(f"Which should I {verb}? " + ANSWER_HINT)
     return TalkReply("\n".join(lines), str(intent), action=ASK)
 
 
@@ -250,7 +275,8 @@ def _label(user, group: talk.Group) -> str:
 
 def _pending_question(user, page: DialoguePage) -> LifecycleEvent | None:
     """The question the previous turn asked, if it did."""
-    previous = DialoguePage.objects.filter(user=user, seq=page.seq - 1).values_list("id", flat=True).first()
+    previous = DialoguePage.objects.filter(user=user, seq=page.seq - 1,
+                                           response__endswith=ANSWER_HINT).values_list("id", flat=True).first()
     if previous is None:
         return None
     return LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.EDITED, subject_id=str(previous),
@@ -259,7 +285,8 @@ def _pending_question(user, page: DialoguePage) -> LifecycleEvent | None:
 
 def _answer_question(user, page: DialoguePage, question: LifecycleEvent) -> TalkReply | None:
     intent, target = question.payload.get("intent"), question.payload.get("target", "")
-    statements, _, _ = _statements(user, page)
+    asked = [m["id"] for option in question.payload.get("options", []) for m in option if m.get("kind") == "page"]
+    statements, _, _ = _statements(user, page, frozenset(), asked)
     by_key = {(c.kind, c.ident): c for c in statements}
     groups = [talk.Group(tuple(by_key[(m["kind"], m["id"])] for m in option if (m["kind"], m["id"]) in by_key))
               for option in question.payload.get("options", [])]
@@ -272,9 +299,12 @@ def _answer_question(user, page: DialoguePage, question: LifecycleEvent) -> Talk
     picked = [groups[i] for i in chosen]
     if intent == talk.Intent.FORGET:
         _redact(page, f"(Which one to forget: answered; {REDACTED})")
-        words = " ".join(sorted(talk.topic_words(" ".join(c.text for g in picked for c in g.members))))
-        return _forget_groups(user, page, words, picked)
-    return _correct_groups(user, target, picked)
+        # The question goes too (it said what to forget); its event keeps that it asked, not the words.
+        LifecycleEvent.objects.filter(pk=question.pk).update(payload={**question.payload, "target": ""})
+        return _forget_groups(user, page, target, picked, also=[question.subject_id])
+    reply = _correct_groups(user, target, picked)
+    reply_scrub(user=user, page_id=question.subject_id)  # the question listed what was said otherwise
+    return reply
 
 
 # ------------------------------------------------------------------ the person's page
@@ -287,10 +317,12 @@ def memory_item_forget(*, user, kind: str, ident: str, actor=None):
         if not UserTrait.objects.filter(user=user, key=ident).exists():
             raise MemoryNotFound("No such trait in your memory.")
         return memories_forget(user=user, trait_keys=[ident], actor=actor, via="page")
-    statements, others, queries = _statements(user, None)
+    statements, _, _ = _statements(user, None, frozenset(), [ident] if kind == "page" else [])
     item = next((c for c in statements if c.kind == kind and c.ident == str(ident)), None)
     if item is None:
         raise MemoryNotFound("No such memory of yours.")
+    own = [item.ident] if kind == "page" else []
+    _, others, queries = _statements(user, None, talk.topic_words(item.text), own)
     pages, replies = _quoting([talk.Group((item,))], item.text, others, queries,
                               {item.ident} if kind == "page" else set())
     return memories_forget(user=user, fact_ids=[item.ident] if kind == "fact" else [], page_ids=pages,

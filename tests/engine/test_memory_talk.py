@@ -85,3 +85,9 @@ def test_statements_turn_into_facts_and_back():
     assert first_person("User lives in Porto") == "you live in Porto"
     assert first_person("User has a cat named Miso") == "you have a cat named Miso"
     assert period(datetime(2026, 3, 2), "you live in Porto") == "until March 2026; since then: you live in Porto"
+
+
+def test_numbers_are_part_of_what_a_target_names():
+    seven, seventeen = Candidate("page", "7", "I cooked dish number 7."), Candidate("page", "17", "I cooked dish 17.")
+    assert [[c.ident for c in g.members] for g in group("dish number 7", [seven, seventeen])] == [["7"]]
+    assert choose("yes, please", ["a"]) == [0]

@@ -152,3 +152,28 @@ def test_deleting_keeps_working_for_a_page_already_gone(make_user):
     page = DialoguePage.objects.get(user=user, seq=1)
     memory_delete(user=user, kind="page", ident=str(page.pk))
     assert "nothing like that" in chat(user, "Forget that I have a cat named Miso.")[0]
+
+
+def test_an_ambiguous_correction_asks_and_both_can_be_chosen(make_user):
+    user = make_user()
+    chat(user, "I work at Siemens in Munich.", "The weather is fine.", "I work at a bakery on weekends.")
+    question = chat(user, "That's wrong, I work at Bosch.")[0]
+    assert "Siemens" in question and "bakery" in question and "Which should I correct?" in question
+    chat(user, "both")
+    repressed = set(DialoguePage.objects.filter(user=user, repressed=True).values_list("query", flat=True))
+    assert repressed == {"I work at Siemens in Munich.", "I work at a bakery on weekends."}
+    assert "siemens" not in chat(user, "Where do I work?")[0].lower()
+
+
+def test_numbers_single_out_one_and_a_forget_of_many_is_confirmed_first(make_user):
+    user = make_user()
+    chat(user, *[f"Today I cooked dish number {i} with my friend Sam." for i in range(1, 9)])
+    assert "forgotten" in chat(user, "Forget that I cooked dish number 7.")[0]
+    assert not DialoguePage.objects.filter(user=user, query__contains="number 7 ").exists()
+    assert DialoguePage.objects.filter(user=user, query__contains="dish number").count() == 7
+    question = chat(user, "Forget that I cooked with Sam.")[0]
+    assert "That would forget 7 memories" in question and DialoguePage.objects.filter(
+        user=user, query__contains="dish number").count() == 7  # nothing gone before the answer
+    chat(user, "yes")
+    assert not DialoguePage.objects.filter(user=user, query__icontains="Sam").exists()
+    assert not DialoguePage.objects.filter(user=user, response__icontains="Sam").exists()
