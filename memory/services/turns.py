@@ -32,6 +32,7 @@ from memory.services.after_reply import maintenance_schedule, replies_under_way
 from memory.services.common import embed_or_none
 from memory.services.events import event_record
 from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
+from memory.services.memory_talk import memory_talk_answer
 from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.policy_work import after_reply_work
 from memory.services.recall import (
@@ -174,6 +175,8 @@ class PreparedTurn:
     query_vector: list[float] | None = None
     # Ends this turn's count in replies_under_way: at turn_finish, or when the turn is dropped.
     reply_ended: weakref.finalize | None = field(default=None, repr=False)
+    # The reply to a request about memory itself ("forget that I …"), answered from memory.
+    talk_reply: str | None = None
 
     def end_reply(self) -> None:
         if self.reply_ended is not None:
@@ -230,6 +233,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     page = page_start(user=user, query=checked.message, sona=sona, files=attached)
     if on_stored is not None:
         on_stored(page)
+    # A request about memory itself is answered from memory (and a forget may redact the message).
+    talk = memory_talk_answer(user=user, page=page)
     if page.query != checked.message:  # page_start stores the message as it is; if it did not, embed that
         embedding = None
     system = SYSTEM_PROMPT.format(sona=sona.name)
@@ -248,7 +253,7 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if embedding is not None and embedding.done() and embedding.exception() is None:
         query_vector = embedding.result()[0]
     return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached,
-                        query_vector=query_vector)
+                        query_vector=query_vector, talk_reply=talk.text if talk is not None else None)
 
 
 def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
@@ -258,8 +263,13 @@ def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = N
     The page is embedded here, on the thread that streamed the reply, not where the reply is
     stored (the chat's turn workers, which other users' recalls wait for). A page indexed by the
     message alone (an offline reply's) takes the recall's query vector: the same words."""
-    generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
-                               sona=turn.sona, on_token=on_token, files=turn.files)
+    if turn.talk_reply is not None:
+        for token in _stream_words(turn.talk_reply):
+            (on_token or (lambda _token: None))(token)
+        generated = GeneratedReply(turn.talk_reply, OFFLINE_MODEL_NAME)
+    else:
+        generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
+                                   sona=turn.sona, on_token=on_token, files=turn.files)
     page = turn.page
     text = page_text(page.query, generated.text, generated.model, page.attachment_text)
     if turn.query_vector is not None and text == page.query:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.web import editing, history_import, inspector, profile, supersessions, tokens, views
+from memory.web import about_me, editing, history_import, inspector, profile, supersessions, tokens, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -10,6 +10,12 @@ urlpatterns = [
     path("chat/sonas/select/", views.sona_select, name="sona_select"),
     path("chat/sonas/rename/", views.sona_rename_view, name="sona_rename"),
     path("chat/turns/<uuid:page_id>/recall/", views.recall_panel, name="turn_recall"),
+    path("me/", about_me.about_me, name="about_me"),
+    path("me/export/", about_me.export, name="about_me_export"),
+    path("me/erase/", about_me.erase, name="about_me_erase"),
+    path("me/undo/<int:event_id>/", about_me.undo, name="about_me_undo"),
+    path("me/<slug:kind>/<str:ident>/forget/", about_me.forget, name="about_me_forget"),
+    path("me/<slug:kind>/<str:ident>/correct/", about_me.correct, name="about_me_correct"),
     path("profile/", profile.profile, name="profile"),
     path("profile/skip/", profile.profile_skip, name="profile_skip"),
     path("settings/tokens/", tokens.tokens, name="api_tokens"),

@@ -154,6 +154,16 @@ ROUTES: dict[str, list[Route]] = {
         Route("GET", "/inspector/{owner}/memory/fact/{fact}/correct/", INSPECT, htmx=True)],
     "inspector/<str:username>/memory/<slug:kind>/<str:ident>/delete/": [
         Route("GET", "/inspector/{owner}/memory/page/{page}/delete/", INSPECT, htmx=True)],
+    # The person's own page ("What I know about you"): each signed-in caller reads and changes their own
+    # memory; an id of the owner's is a 404 to anyone else. The forget route comes last: it deletes.
+    "me/": [Route("GET", "/me/", PAGE)],
+    "me/export/": [Route("GET", "/me/export/", PAGE)],
+    "me/erase/": [Route("GET", "/me/erase/", PAGE)],
+    "me/undo/<int:event_id>/": [Route("POST", "/me/undo/999999/", {**PAGE, "owner": 404, "other": 404,
+                                                                      "staff": 404})],
+    "me/<slug:kind>/<str:ident>/correct/": [Route("POST", "/me/facts/{fact}/correct/", {**OWNED_PAGE, "owner": 302},
+                                                  {"value": ""})],
+    "me/<slug:kind>/<str:ident>/forget/": [Route("POST", "/me/facts/{fact}/forget/", {**OWNED_PAGE, "owner": 302})],
 }
 
 
