@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django (and /mcp through the MCP server), websockets through Channels.
+"""ASGI entry point: HTTP through Django (/mcp through the MCP server, /v1 through the OpenAI-compatible
+endpoint), websockets through Channels.
 
 Importing it is what starting a server does (daphne, runserver): the embedder and the vector index
 start loading then, on a thread of their own, so the first turn does not wait for them
@@ -23,16 +24,21 @@ from django.conf import settings  # noqa: E402
 from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E402
 from memory.services.due_work import due_work_start_in_background  # noqa: E402
 from memory.web.mcp import McpHttpApp, is_mcp_path  # noqa: E402
+from memory.web.openai_api import OpenAIApp, is_openai_path  # noqa: E402
 from memory.web.routing import websocket_urlpatterns  # noqa: E402
 from memoryos_site.websocket_origin import SameOriginValidator  # noqa: E402
 
 mcp_app = McpHttpApp()
+openai_app = OpenAIApp()
 
 
 async def http_app(scope, receive, send):
-    """/mcp is the MCP server (memory/web/mcp.py); everything else is Django."""
+    """/mcp is the MCP server (memory/web/mcp.py), /v1 the OpenAI-compatible endpoint
+    (memory/web/openai_api.py); everything else is Django."""
     if is_mcp_path(scope["path"]):
         return await mcp_app(scope, receive, send)
+    if is_openai_path(scope["path"]):
+        return await openai_app(scope, receive, send)
     return await django_asgi_app(scope, receive, send)
 
 

@@ -352,6 +352,18 @@ MEMORYOS_API = {
     "RATE": env("MEMORYOS_API_RATE", "120/m"),
     "ANON_RATE": env("MEMORYOS_API_ANON_RATE", "30/m"),
 }
+# The OpenAI-compatible endpoint (/v1, memory/web/openai_api.py): a client sends its whole conversation
+# with each request, so bodies may be larger than the REST API's. Its earlier messages go into the
+# model's prompt (at most CONTEXT_SHARE of the room memory leaves) and are stored only when
+# STORE_CONTEXT is on: as pages, each user message with the assistant's answer, once.
+MEMORYOS_OPENAI = {
+    "MAX_BODY_BYTES": env_int("MEMORYOS_OPENAI_MAX_BODY_BYTES", 1_048_576),
+    "STORE_CONTEXT": env_bool("MEMORYOS_OPENAI_STORE_CONTEXT", False),
+    "CONTEXT_SHARE": env_float("MEMORYOS_OPENAI_CONTEXT_SHARE", 0.5),
+    "MAX_MESSAGES": env_int("MEMORYOS_OPENAI_MAX_MESSAGES", 500),
+}
+# A chat history uploaded on /settings/import/ (memory/web/history_import.py): read whole in memory.
+MEMORYOS_HISTORY_IMPORT_MAX_BYTES = env_int("MEMORYOS_HISTORY_IMPORT_MAX_BYTES", 100 * 1024 * 1024)
 # Django's cache holds the API's rate limits: Redis when configured, shared by every process.
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,

@@ -54,6 +54,8 @@ POLICY_NAME_EXCEPTIONS = {
     ("memoryos_site.settings", "memoryos"): "the project's name: the Qdrant collection and the Redis prefix",
     ("memory.adapters.vectors", "memoryos"): "the project's name: the Qdrant collection's default",
     ("memory.web.mcp", "memoryos"): "the project's name: the MCP server's and its auth realm's",
+    ("memory.web.openai_api", "memoryos"): "the project's name: /v1's auth realm, model owner and answer extension",
+    ("memory.benchmarks.v1", "memoryos"): "the project's name: the /v1 answer's extension field, read by its bench",
     ("memory.models", "memoryos"): "RetrievalTrace.policy's column default, as migration 0001 has it",
     ("memory.management.commands.bench", "memoria"): "a benchmark's name: memory/benchmarks/memoria.py",
 }

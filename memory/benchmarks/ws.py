@@ -361,3 +361,8 @@ def render(result: dict) -> str:
              f"{result.get('first_reply_ms')} ms")
     logged = f"\n\nthe server logged:\n{result['server_errors']}" if result.get("server_errors") else ""
     return f"{table}{start}\n\nerrors: {errors}{logged}\n{result['date']}, {result['machine']}."
+
+
+# What `bench v1` (memory/benchmarks/v1.py) runs beside its own clients, on the same server.
+load = _load
+signed_in_users = _signed_in_users

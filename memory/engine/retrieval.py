@@ -80,13 +80,33 @@ def _fit(items: Sequence[RecalledItem], budget: int) -> tuple[list[RecalledItem]
     return kept, dropped, used
 
 
-def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
-                    budget_tokens: int) -> Prompt:
-    """System text, the recalled memory grouped by section, then the user's query.
+def fit_context(context: Sequence[ChatMessage], budget: int) -> tuple[ChatMessage, ...]:
+    """The newest of a client's earlier messages that fit in `budget` tokens, in their order: a
+    conversation is cut from its oldest end, whole messages only."""
+    kept: list[ChatMessage] = []
+    used = 0
+    for message in reversed(context):
+        cost = estimate_tokens(message.content) + 1
+        if used + cost > budget:
+            break
+        kept.append(message)
+        used += cost
+    return tuple(reversed(kept))
 
-    The query and system text are always kept; memory fills what remains of the budget.
+
+def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
+                    budget_tokens: int, context: Sequence[ChatMessage] = (),
+                    context_share: float = 0.5) -> Prompt:
+    """System text, the recalled memory grouped by section, the client's earlier messages, then the
+    user's query.
+
+    The query and system text are always kept. `context` (the messages a client such as an
+    OpenAI-compatible chat UI sends before its last one) takes at most `context_share` of what
+    remains, newest first; memory fills the rest of the budget.
     """
     fixed = estimate_tokens(system) + estimate_tokens(query)
+    earlier = fit_context(context, int(max(0, budget_tokens - fixed) * context_share)) if context else ()
+    fixed += sum(estimate_tokens(message.content) + 1 for message in earlier)
     kept, dropped, used = _fit(items, max(0, budget_tokens - fixed))
     given = {id(item): position for position, item in enumerate(items)}
     blocks: list[str] = []
@@ -107,7 +127,8 @@ def assemble_prompt(*, query: str, items: Sequence[RecalledItem], system: str,
             blocks.append(f"## {title}\n{body}")
     memory_text = "\n\n".join(blocks) if blocks else "(nothing remembered yet)"
     system_text = f"{system}\n\n# Memory\n{memory_text}"
-    messages = (ChatMessage(role="system", content=system_text), ChatMessage(role="user", content=query))
-    tokens = estimate_tokens(system_text) + estimate_tokens(query)
+    messages = (ChatMessage(role="system", content=system_text), *earlier, ChatMessage(role="user", content=query))
+    tokens = estimate_tokens(system_text) + estimate_tokens(query) + sum(
+        estimate_tokens(message.content) + 1 for message in earlier)
     return Prompt(messages=messages, included=tuple(kept), dropped=tuple(dropped), tokens=tokens,
                   sections=sections)

@@ -38,6 +38,7 @@ from django.db import connections
 from django.urls import reverse
 
 from memory.adapters.configured import adapters_state
+from memory.engine.ports import ChatMessage
 from memory.models import Sona
 from memory.selectors.files import attached_files
 from memory.selectors.sonas import sona_for_user
@@ -63,6 +64,8 @@ class ChatTurn:
     turn_id: str
     input: TurnInput
     sona_name: str
+    # What an OpenAI-compatible client sent before this message: the prompt's, never stored.
+    context: tuple[ChatMessage, ...] = ()
 
     def user_frame(self) -> dict[str, Any]:
         """The message as every tab of the user shows it, before its turn starts."""
@@ -278,7 +281,8 @@ def _turn_prepare(*, turn: ChatTurn) -> PreparedTurn:
     user = get_user_model().objects.select_related("long_term_profile").get(pk=turn.user_id)
     sona_id = turn.input.sona
     sona = sona_for_user(user=user, sona_id=sona_id) if sona_id else None  # turn_prepare takes the default
-    return turn_prepare(user=user, message=turn.input.message, sona=sona, files=turn.input.files)
+    return turn_prepare(user=user, message=turn.input.message, sona=sona, files=turn.input.files,
+                        context=turn.context)
 
 
 def _turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> dict[str, Any]:
@@ -289,6 +293,7 @@ def _turn_finish(*, turn: PreparedTurn, generated: GeneratedReply) -> dict[str, 
         "type": "turn.done", "page_id": str(page.id), "seq": page.seq, "reply": result.reply,
         "model": page.reply_model, "offline": result.offline, "sona": sona.name,
         "fallback": bool(result.fallback_reason), "recalled": len(result.prompt.included),
+        "prompt_tokens": result.prompt.tokens,
         "recall_url": reverse("turn_recall", args=[page.id]),
         "files": [{"name": f.name, "cid": f.content_cid, "media_type": f.media_type, "size": f.size,
                    "url": reverse("api-1:get_file_content", args=[f.content_cid])}

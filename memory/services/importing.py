@@ -19,7 +19,7 @@ batches, and no embedding call per page.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
@@ -101,13 +101,15 @@ def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) 
 
 
 def conversation_import(*, user, conversation: Conversation, progress: bool = False,
-                        batched: bool | None = None) -> ImportReport:
+                        batched: bool | None = None,
+                        on_page: Callable[[int, int], None] | None = None) -> ImportReport:
     """Each pair of speaker runs becomes a page with its original time and source turn ids;
     maintenance runs after every page, as it would after every live turn. Pages stored by an
     earlier run are left as they are.
 
     batched (default: when no chat model is configured, whose calls must not hold a transaction
-    open): a transaction per batch of pages, the graph re-addressed once in it (module doc)."""
+    open): a transaction per batch of pages, the graph re-addressed once in it (module doc).
+    `on_page(done, total)` is told after each page stored (a page in the browser shows it)."""
     if batched is None:
         batched = configured.chat_model() is None
     started = time.perf_counter()
@@ -127,6 +129,8 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
             for item, existing in batch:
                 _store(user, sona, item, page_vectors[page_text(item.query, item.response)], existing)
                 bar.update(1)
+                if on_page is not None:
+                    on_page(bar.n, len(todo))
         index_turns(user_id=user.pk, vectors=said_vectors)
     bar.close()
     if not todo:  # a re-run after a stop between the last page and its indexing

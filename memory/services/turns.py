@@ -24,7 +24,7 @@ from memory.adapters.circuit import ModelCircuitOpen
 from memory.config import memory_params
 from memory.engine import offline
 from memory.engine.fact_answers import KnownFact, with_known_facts
-from memory.engine.ports import ModelError
+from memory.engine.ports import ChatMessage, ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.engine.types import RecalledItem
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
@@ -34,6 +34,7 @@ from memory.services.after_reply import maintenance_schedule, replies_under_way
 from memory.services.common import embed_or_none
 from memory.services.events import event_record
 from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
+from memory.services.memory_talk import memory_talk_answer
 from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.policy_work import after_reply_work
 from memory.services.recall import (
@@ -111,6 +112,11 @@ class GeneratedReply:
     embedding: list[float] | None = None  # the page's, once the reply is known (turn_reply)
 
 
+def reply_model_name() -> str:
+    """The name replies are written under: the configured LLM's, else the offline engine's."""
+    return settings.OPENAI_CHAT_MODEL if settings.LLM_ENABLED else OFFLINE_MODEL_NAME
+
+
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
                    on_token: Callable[[str], None] | None,
                    files: Sequence[AttachedFile] = (), facts: Sequence[KnownFact] = ()) -> GeneratedReply:
@@ -179,6 +185,8 @@ class PreparedTurn:
     query_vector: list[float] | None = None
     # Ends this turn's count in replies_under_way: at turn_finish, or when the turn is dropped.
     reply_ended: weakref.finalize | None = field(default=None, repr=False)
+    # The reply to a request about memory itself ("forget that I …"), answered from memory.
+    talk_reply: str | None = None
 
     def end_reply(self) -> None:
         if self.reply_ended is not None:
@@ -202,17 +210,21 @@ def turn_run(*, user, message: str, sona: Sona | None = None, policy: str | None
 
 def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | None = None,
                  on_stored: Callable[[DialoguePage], None] | None = None,
-                 files: Sequence[str] = ()) -> PreparedTurn:
+                 files: Sequence[str] = (), context: Sequence[ChatMessage] = ()) -> PreparedTurn:
     """The turn up to its reply: store the message, recall, assemble the prompt.
 
     The message, the files and the policy are checked as every way in checks them
     (memory/services/turn_input.py) before anything is stored. The chat runs the three parts of a
     turn on different threads (memory/services/chat.py): a reply waits on the model, and must not
     hold a thread other users' turns need for their recall.
+
+    `context` is what a client sent before this message (the OpenAI-compatible endpoint's earlier
+    messages): it goes into the model's prompt after the memory, and is stored nowhere.
     """
     end = replies_under_way.enter()
     try:
-        turn = _prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files)
+        turn = _prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files,
+                        context=context)
     except BaseException:
         end()
         raise
@@ -221,7 +233,8 @@ def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | 
 
 
 def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
-             on_stored: Callable[[DialoguePage], None] | None, files: Sequence[str]) -> PreparedTurn:
+             on_stored: Callable[[DialoguePage], None] | None, files: Sequence[str],
+             context: Sequence[ChatMessage] = ()) -> PreparedTurn:
     checked = turn_input_parse(message=message, files=files, policy=policy)
     sona = sona or sona_get_or_create(user=user)
     policy = policy_choose(requested=checked.policy, sona=sona)
@@ -230,6 +243,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     page = page_start(user=user, query=checked.message, sona=sona, files=attached)
     if on_stored is not None:
         on_stored(page)
+    # A request about memory itself is answered from memory (and a forget may redact the message).
+    talk = memory_talk_answer(user=user, page=page)
     if page.query != checked.message:  # page_start stores the message as it is; if it did not, embed that
         embedding = None
     system = SYSTEM_PROMPT.format(sona=sona.name)
@@ -244,7 +259,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     def prompt_for(items: list[RecalledItem]) -> Prompt:
         return assemble_prompt(query=page.query + attachment_prompt_text(attached),
                                items=with_known_facts(items, in_prompt), system=system,
-                               budget_tokens=memory_params().prompt_token_budget)
+                               budget_tokens=memory_params().prompt_token_budget, context=context,
+                               context_share=settings.MEMORYOS_OPENAI["CONTEXT_SHARE"])
 
     recall = _recall_or_degrade(user=user, page=page, sona=sona, policy=policy, embedding=embedding,
                                 prompt_for=prompt_for)
@@ -253,7 +269,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if embedding is not None and embedding.done() and embedding.exception() is None:
         query_vector = embedding.result()[0]
     return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached,
-                        query_vector=query_vector, facts=known)
+                        query_vector=query_vector, facts=known,
+                        talk_reply=talk.text if talk is not None else None)
 
 
 def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
@@ -263,8 +280,14 @@ def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = N
     The page is embedded here, on the thread that streamed the reply, not where the reply is
     stored (the chat's turn workers, which other users' recalls wait for). A page indexed by the
     message alone (an offline reply's) takes the recall's query vector: the same words."""
-    generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
-                               sona=turn.sona, on_token=on_token, files=turn.files, facts=turn.facts)
+    if turn.talk_reply is not None:
+        for token in _stream_words(turn.talk_reply):
+            (on_token or (lambda _token: None))(token)
+        generated = GeneratedReply(turn.talk_reply, OFFLINE_MODEL_NAME)
+    else:
+        generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
+                                   sona=turn.sona, on_token=on_token, files=turn.files,
+                                   facts=turn.facts)
     page = turn.page
     text = page_text(page.query, generated.text, generated.model, page.attachment_text)
     if turn.query_vector is not None and text == page.query:

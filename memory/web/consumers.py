@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -68,10 +68,11 @@ async def turns_drain(timeout: float | None = None) -> None:
         await asyncio.wait(tasks, timeout=timeout)
 
 
-def turn_start(turn: ChatTurn) -> asyncio.Task:
-    """Run a turn in the background, sending its frames to the user's tabs; it outlives the socket
-    that asked for it."""
-    return _background(_turn_send(turn))
+def turn_start(turn: ChatTurn, *, also: Callable[[dict[str, Any]], None] | None = None) -> asyncio.Task:
+    """Run a turn in the background, sending its frames to the user's tabs (and to `also`, as they
+    are sent: the OpenAI-compatible endpoint's response); it outlives the socket or request that
+    asked for it."""
+    return _background(_turn_send(turn, also))
 
 
 def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task:
@@ -83,9 +84,11 @@ def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task:
     return task
 
 
-async def _turn_send(turn: ChatTurn) -> None:
+async def _turn_send(turn: ChatTurn, also: Callable[[dict[str, Any]], None] | None = None) -> None:
     async with contextlib.aclosing(chat_turn_frames(turn)) as frames:  # a cancelled turn frees the user's lock
         async for frame in frames:
+            if also is not None:
+                also(frame)
             await broadcast(turn.user_id, frame)
 
 

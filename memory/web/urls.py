@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.web import editing, inspector, notices, profile, supersessions, tokens, views
+from memory.web import about_me, editing, history_import, inspector, notices, profile, supersessions, tokens, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -11,9 +11,17 @@ urlpatterns = [
     path("chat/sonas/rename/", views.sona_rename_view, name="sona_rename"),
     path("chat/turns/<uuid:page_id>/recall/", views.recall_panel, name="turn_recall"),
     path("chat/memory/undo/<uuid:fact_id>/", notices.memory_undo, name="chat_memory_undo"),
+    path("me/", about_me.about_me, name="about_me"),
+    path("me/export/", about_me.export, name="about_me_export"),
+    path("me/erase/", about_me.erase, name="about_me_erase"),
+    path("me/undo/<int:event_id>/", about_me.undo, name="about_me_undo"),
+    path("me/<slug:kind>/<str:ident>/forget/", about_me.forget, name="about_me_forget"),
+    path("me/<slug:kind>/<str:ident>/correct/", about_me.correct, name="about_me_correct"),
     path("profile/", profile.profile, name="profile"),
     path("profile/skip/", profile.profile_skip, name="profile_skip"),
     path("settings/tokens/", tokens.tokens, name="api_tokens"),
+    path("settings/import/", history_import.history_upload, name="history_upload"),
+    path("settings/import/<str:job>/", history_import.history_import_job, name="history_import_job"),
     path("settings/decay/", views.decay_settings, name="decay_settings"),
     path("inspector/", inspector.inspector_home, name="inspector_home"),
     path("inspector/switch/", inspector.inspector_switch, name="inspector_switch"),

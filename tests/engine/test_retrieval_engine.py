@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory.engine.mid_term import SegmentScore
-from memory.engine.retrieval import assemble_prompt, estimate_tokens, top_items, top_segments
+from memory.engine.ports import ChatMessage
+from memory.engine.retrieval import assemble_prompt, estimate_tokens, fit_context, top_items, top_segments
 from memory.engine.types import RecalledItem
 
 T = datetime(2026, 5, 8, 13, 56, tzinfo=UTC)
@@ -84,3 +85,27 @@ def test_a_causal_section_keeps_its_best_scores_when_short_and_shows_them_in_the
     whole = assemble_prompt(query="q?", items=causal, system="sys", budget_tokens=fixed + 3 * cost)
     text = whole.messages[0].content
     assert text.index("A" * 40) < text.index("B" * 40) < text.index("C" * 40)
+
+
+def test_a_clients_context_goes_between_the_memory_and_the_query_newest_first_within_its_share():
+    context = [ChatMessage("user", "a" * 40), ChatMessage("assistant", "b" * 40), ChatMessage("user", "c" * 40)]
+    # 11 tokens a message (10 for its text, 1 for its turn); budget 100 - 2 fixed = 98, of which half = 49:
+    # all three fit (33).
+    prompt = assemble_prompt(query="q", items=[], system="s", budget_tokens=100, context=context)
+    assert [m.role for m in prompt.messages] == ["system", "user", "assistant", "user", "user"]
+    assert [m.content for m in prompt.messages[1:4]] == ["a" * 40, "b" * 40, "c" * 40]
+    assert prompt.tokens == estimate_tokens(prompt.messages[0].content) + 1 + 33
+    # budget 50 - 2 = 48, half = 24: the two newest (22), cut from the oldest end, whole messages only
+    short = assemble_prompt(query="q", items=[], system="s", budget_tokens=50, context=context)
+    assert [m.content for m in short.messages[1:-1]] == ["b" * 40, "c" * 40]
+    assert fit_context(context, 10) == ()
+
+
+def test_the_context_leaves_memory_the_rest_of_the_budget():
+    fact = item("kb_fact", "f", "x" * 80)  # 1 + ceil(len("- [08 May 2026 13:56] " + 80 x) / 4) = 27 tokens
+    context = [ChatMessage("user", "y" * 160)]  # 41 tokens
+    kept = assemble_prompt(query="q", items=[fact], system="s", budget_tokens=100, context=context)
+    assert [i.ref for i in kept.included] == ["f"] and len(kept.messages) == 3  # 2 + 41 + 27 <= 100
+    crowded = assemble_prompt(query="q", items=[fact], system="s", budget_tokens=60, context=context * 2)
+    # half of 58 = 29 < 41: no context fits, and memory keeps the whole of what remains
+    assert [i.ref for i in crowded.included] == ["f"] and len(crowded.messages) == 2

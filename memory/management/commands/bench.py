@@ -1,4 +1,4 @@
-"""`manage.py bench {retrieval,scale,qa,answer,ws,embed,inspector,memoria,files,supersession,feel} [...]`:
+"""`manage.py bench {retrieval,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession,feel} [...]`:
 the benchmarks (tables or --json).
 
 Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
@@ -24,6 +24,7 @@ BENCHMARKS = {
     "qa": "LoCoMo answer F1 / BLEU-1 with the configured LLM endpoint",
     "answer": "LoCoMo: how often the offline engine's reply holds the gold answer, against quoting BM25's top turn",
     "ws": "websocket chat load on loopback: concurrent sessions, time to first token, errors",
+    "v1": "the OpenAI-compatible endpoint (/v1) under a burst of official-client streams, beside the websocket",
     "embed": "query embedding latency by encoder thread setting, quiet and beside a busy core",
     "inspector": "the memory inspector's pages and figures at 10,000 pages, and replay steps",
     "memoria": "Memoria's pure core: CIDs, block verification, CAR archives, rank and budgeted expansion",

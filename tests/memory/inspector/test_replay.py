@@ -1,10 +1,9 @@
 """The replay rebuilt from the lifecycle log equals what the database holds: at the end and at
-chosen events of a real LoCoMo conversation, with evictions, promotions, FIFO drops and visits."""
+chosen events of a conversation in the LoCoMo format, with evictions, promotions, FIFO drops and visits."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,8 @@ from memory.selectors.log import event_log, event_log_forget_cache, replay_of
 from memory.services.importing import conversation_import
 from memory.services.recall import recall_for_query
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
+from tests.data import DEMO
 
-DEV = Path(__file__).resolve().parents[4] / "shared" / "data" / "locomo_dev2.json"
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("memory_env")]
 
 
@@ -47,15 +46,15 @@ def replayed_state(state) -> dict:
 
 def test_the_replay_of_a_locomo_conversation_equals_the_database(make_user, memory_env):
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 4, "MTM_CAPACITY": 4, "HEAT_THRESHOLD": 2.5,
-                           "KB_CAPACITY": 6, "AGENT_TRAIT_CAPACITY": 2}
+                           "KB_CAPACITY": 3, "AGENT_TRAIT_CAPACITY": 2}
     event_log_forget_cache()
-    conversation = load_conversations(DEV)[0]
+    conversation = load_conversations(DEMO)[0]
     user = make_user()
     checkpoints = []
     for start in range(0, 6, 2):  # three chunks of two sessions, a recall (visits) after each
         chunk = dataclasses.replace(conversation, sessions=conversation.sessions[start:start + 2])
         conversation_import(user=user, conversation=chunk)
-        recall_for_query(user=user, query="What did Caroline say about the support group?")
+        recall_for_query(user=user, query="What did Maya say about her Portuguese class?")
         checkpoints.append((LifecycleEvent.objects.filter(user=user).count(), database_state(user)))
     replay = replay_of(user=user)
     assert len(replay) == LifecycleEvent.objects.filter(user=user).count()
@@ -65,17 +64,17 @@ def test_the_replay_of_a_locomo_conversation_equals_the_database(make_user, memo
     # The run exercised what the replay must get right.
     kinds = {e.kind for e in event_log(user=user)}
     assert {"segment_evicted", "segment_promoted", "fact_dropped", "segments_visited", "segment_merged"} <= kinds
-    assert end["evicted"] and end["archived"] and len(end["facts"]) == 6 and end["stm"]
+    assert end["evicted"] and end["archived"] and len(end["facts"]) == 3 and end["stm"]
 
 
 def test_imported_events_carry_the_conversations_time(make_user):
-    conversation = load_conversations(DEV)[0]
+    conversation = load_conversations(DEMO)[0]
     chunk = dataclasses.replace(conversation, sessions=conversation.sessions[:1])
     user = make_user()
     conversation_import(user=user, conversation=chunk)
     added = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.PAGE_ADDED).order_by("id")
     pages = DialoguePage.objects.filter(user=user).order_by("seq")
     assert [e.occurred_at for e in added] == [p.timestamp for p in pages]
-    assert all(e.occurred_at.year == 2023 and e.created_at.year >= 2026 for e in added)
+    assert all(e.occurred_at.year == 2025 and e.created_at.year >= 2026 for e in added)
     moved = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MOVED_TO_MTM).first()
-    assert moved is not None and moved.occurred_at.year == 2023  # maintenance ran at the conversation's time
+    assert moved is not None and moved.occurred_at.year == 2025  # maintenance ran at the conversation's time

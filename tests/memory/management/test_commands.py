@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -14,9 +13,9 @@ from memory.adapters import configured
 from memory.models import DialoguePage, PageStatus, Tier, UserMemoryState
 from persona.models import KnowledgeFact
 from tests.conftest import stopped_mid_turn
+from tests.data import DEMO
 
 pytestmark = pytest.mark.usefixtures("memory_env")
-DEV = Path(__file__).resolve().parents[4] / "shared" / "data" / "locomo_dev2.json"
 
 
 def run(*args) -> str:
@@ -26,20 +25,20 @@ def run(*args) -> str:
 
 
 @pytest.mark.slow
-def test_replay_of_first_dev_conversation_fills_all_tiers(make_user):
-    out = run("import_conversation", str(DEV), "--user", "caroline", "--sample", "0", "--json")
+def test_replay_of_the_demo_conversation_fills_all_tiers(make_user):
+    out = run("import_conversation", str(DEMO), "--user", "maya", "--sample", "0", "--json")
     report = json.loads(out[out.index("{"):])
     stats = report["stats"]
-    assert report["import"]["turns"] == 419
+    assert report["import"]["turns"] == 240
     assert stats["stm_pages"] == 7
     assert stats["mtm_pages"] > 0 and stats["mtm_segments"] > 0
     assert stats["kb_facts"] > 0 and stats["user_traits"] > 0
-    first = DialoguePage.objects.filter(user__username="caroline").order_by("seq").first()
+    first = DialoguePage.objects.filter(user__username="maya").order_by("seq").first()
     assert first.source_ids[:2] == ["D1:1", "D1:2"] and first.tier != Tier.STM
-    assert first.timestamp.strftime("%Y-%m-%d %H:%M") == "2023-05-08 13:56"
-    fact = KnowledgeFact.objects.filter(user__username="caroline").first()
+    assert first.timestamp.strftime("%Y-%m-%d %H:%M") == "2025-03-03 19:40"
+    fact = KnowledgeFact.objects.filter(user__username="maya").first()
     assert fact.source_ids and all(s.startswith("D") for s in fact.source_ids)
-    stats_out = json.loads(run("memory_stats", "--user", "caroline", "--json"))
+    stats_out = json.loads(run("memory_stats", "--user", "maya", "--json"))
     assert stats_out == stats
 
 
@@ -55,7 +54,7 @@ def test_malformed_import_names_the_place(tmp_path, make_user):
     with pytest.raises(CommandError, match="not JSON \\(line 1"):
         run("import_conversation", str(broken), "--user", "x")
     with pytest.raises(CommandError, match="out of range"):
-        run("import_conversation", str(DEV), "--user", "x", "--sample", "7")
+        run("import_conversation", str(DEMO), "--user", "x", "--sample", "7")
     assert DialoguePage.objects.count() == 0
 
 

@@ -6,6 +6,7 @@ Nobody but the owner and an operator ever sees the owner's words."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -13,9 +14,11 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from memory.benchmarks.exports import transcript
 from memory.models import RetrievalTrace, Segment
 from memory.services.files import file_upload
 from memory.services.supersession import supersession_detect
@@ -43,7 +46,7 @@ PUBLIC = dict.fromkeys(VISITORS, "any")  # sign-in pages, the API's documentatio
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # with {owner}, {page}, {segment}, {fact}, {trace}, {cid}, {supersession}
+    path: str  # with {owner}, {page}, {segment}, {fact}, {trace}, {cid}, {supersession}, {job}
     expect: dict
     body: dict | None = None
     htmx: bool = False
@@ -118,6 +121,8 @@ ROUTES: dict[str, list[Route]] = {
     # the chat notice's undo: the owner's POST deletes it (a fact of its own), nobody else finds it
     "chat/memory/undo/<uuid:fact_id>/": [Route("POST", "/chat/memory/undo/{undo_fact}/", OWNED_PAGE)],
     "settings/tokens/": [Route("GET", "/settings/tokens/", PAGE)],
+    "settings/import/": [Route("GET", "/settings/import/", PAGE)],
+    "settings/import/<str:job>/": [Route("GET", "/settings/import/{job}/", OWNED_PAGE)],
     # Each signed-in caller sets their own (their own row): saved and sent back to the profile page.
     "settings/decay/": [Route("POST", "/settings/decay/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
                               {"short_term_minutes": "30", "long_term_threshold": "0.02"})],
@@ -151,6 +156,16 @@ ROUTES: dict[str, list[Route]] = {
         Route("GET", "/inspector/{owner}/memory/fact/{fact}/correct/", INSPECT, htmx=True)],
     "inspector/<str:username>/memory/<slug:kind>/<str:ident>/delete/": [
         Route("GET", "/inspector/{owner}/memory/page/{page}/delete/", INSPECT, htmx=True)],
+    # The person's own page ("What I know about you"): each signed-in caller reads and changes their own
+    # memory; an id of the owner's is a 404 to anyone else. The forget route comes last: it deletes.
+    "me/": [Route("GET", "/me/", PAGE)],
+    "me/export/": [Route("GET", "/me/export/", PAGE)],
+    "me/erase/": [Route("GET", "/me/erase/", PAGE)],
+    "me/undo/<int:event_id>/": [Route("POST", "/me/undo/999999/", {**PAGE, "owner": 404, "other": 404,
+                                                                      "staff": 404})],
+    "me/<slug:kind>/<str:ident>/correct/": [Route("POST", "/me/facts/{fact}/correct/", {**OWNED_PAGE, "owner": 302},
+                                                  {"value": ""})],
+    "me/<slug:kind>/<str:ident>/forget/": [Route("POST", "/me/facts/{fact}/forget/", {**OWNED_PAGE, "owner": 302})],
 }
 
 
@@ -190,8 +205,19 @@ def world(make_user, memory_env):
     _, other_token = token_create(user=other, name="other's")
     revoked, revoked_text = token_create(user=owner, name="old")
     token_revoke(user=owner, token_id=revoked.id)
+    uploader = Client()
+    uploader.force_login(owner)
+    job = uploader.post("/settings/import/", {"export": SimpleUploadedFile("notes.jsonl", transcript([
+        {"role": "user", "content": f"I sail to {SECRET}.", "time": "2025-06-01T10:00:00Z"},
+        {"role": "assistant", "content": "Fair winds."}]))})
+    assert job.status_code == 302, job.content.decode()[-800:]
+    for _ in range(300):  # the import's pages stored before anyone visits
+        if 'id="import-bar"' not in uploader.get(job.url, HTTP_HX_REQUEST="true").content.decode():
+            break
+        time.sleep(0.1)
     ids = {"owner": owner.username, "page": str(page.id), "fact": str(fact.id), "cid": page.cid,
            "undo_fact": str(undo_fact.id),
+           "job": job.url.rstrip("/").rsplit("/", 1)[-1],
            "file": island_map.content_cid, "supersession": str(supersession.pk),
            "segment": str(Segment.objects.get(user=owner).id),
            "trace": str(RetrievalTrace.objects.filter(user=owner).first().id)}

@@ -7,11 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import anyio
@@ -34,25 +31,8 @@ UNKNOWN_CID = "bafyreigdmqpykrgxyaxtlafqpqhzrb7qy2rh75nldvfd4tucqmdtuo7kxq"
 
 
 @pytest.fixture
-def server_url(memory_env):
-    import uvicorn
-
-    from memoryos_site.asgi import application
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off",
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    thread.join(timeout=10)
+def server_url(asgi_url):
+    return f"{asgi_url}/mcp"
 
 
 def http_client(url: str, token: str) -> Client:

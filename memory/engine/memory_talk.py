@@ -1,0 +1,304 @@
+"""Talking to memory in the chat: which requests are about memory itself, what they point at, and
+which memories match. Pure and deterministic (no Django); memory/services/memory_talk.py acts.
+
+Four requests, recognised offline: "what do you know about me?" (WHAT), "forget that I …" (FORGET),
+"that's wrong, I …" (CORRECT) and "why do you think I …?" (WHY); "undo" (UNDO) takes back the last
+correction. A target phrase is matched against memories by its content words (stemmed); memories
+that share a word besides the target's are one memory told several times, others are distinct
+(two distinct matches make the request ambiguous: the service asks which one).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.engine.text import clean_text, content_terms
+
+# Words that name no memory: how a fact is phrased ("User has a cat named Miso").
+_NO_TOPIC = frozenset({"user", "name", "call", "anymore", "actually", "really", "wrong", "right", "correct"})
+
+
+class Intent(enum.StrEnum):
+    WHAT = "what"
+    FORGET = "forget"
+    CORRECT = "correct"
+    WHY = "why"
+    UNDO = "undo"
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request about memory: its intent and the words it points at (the new statement, for a
+    correction)."""
+
+    intent: Intent
+    target: str = ""
+
+
+_ME = r"(?:me|myself)"
+_WHAT = re.compile(
+    r"^\s*(?:so\s*,?\s*|ok(?:ay)?\s*,?\s*|hey\s*,?\s*|please\s*,?\s*)?(?:can you\s+|could you\s+)?"
+    r"(?:tell me\s+|show me\s+|list\s+)?(?:what|everything)\s+(?:do|did|have)?\s*you\s+"
+    r"(?:know|remember|recall|have learned|learned|learnt|have|keep|store)"
+    r"\s+(?:about|of|on)\s+" + _ME + r"\b", re.I)
+_FORGET = re.compile(
+    r"^\s*(?:please\s*,?\s*|ok(?:ay)?\s*,?\s*|and\s+)?(?:can you\s+|could you\s+|would you\s+)?(?:please\s+)?"
+    r"(?:forget|erase|delete|remove|drop|unlearn|stop remembering|don't remember|do not remember)\s+"
+    r"(?:(?:that|about|the fact that|what I (?:said|told you) about|everything about|all about|"
+    r"what you know about)\s+)*"
+    r"(?P<target>.+?)\s*[.!?]*\s*$", re.I)
+_CORRECT = re.compile(
+    r"^\s*(?:no\s*[,.!]?\s*)?(?:that's|that is|that was|this is|you're|you are|you've got that|you got that|"
+    r"you have that)\s+"
+    r"(?:wrong|not right|not true|incorrect|mistaken|not correct)\s*[,.!:;–—-]*\s*(?P<target>.*?)\s*[.!]*\s*$"
+    r"|^\s*correction\s*[:,–—-]\s*(?P<target2>.+?)\s*[.!]*\s*$", re.I)
+_WHY = re.compile(
+    r"^\s*(?:so\s*,?\s*)?(?:why\s+(?:do|did|would)\s+you\s+(?:think|believe|say|assume|know)|"
+    r"what\s+makes\s+you\s+(?:think|believe|say)|how\s+do\s+you\s+know|where\s+did\s+you\s+(?:get|hear|learn)"
+    r"(?:\s+(?:that|the idea that))?|why\s+are\s+you\s+saying)\s+(?:that\s+)?(?P<target>.+?)\s*[?.!]*\s*$", re.I)
+_UNDO = re.compile(r"^\s*(?:please\s+)?(?:undo(?: that| it| the (?:last )?(?:change|correction))?|put it back)"
+                   r"\s*[.!]*\s*$", re.I)
+
+
+def detect(message: str) -> Request | None:
+    """The memory request a message makes, or None for an ordinary message."""
+    text = clean_text(message).strip()
+    if not text or len(text) > 500:
+        return None
+    if _UNDO.match(text):
+        return Request(Intent.UNDO)
+    if _WHAT.match(text):
+        return Request(Intent.WHAT)
+    if match := _WHY.match(text):
+        return Request(Intent.WHY, match.group("target"))
+    if match := _CORRECT.match(text):
+        target = (match.group("target") or match.group("target2") or "").strip()
+        return Request(Intent.CORRECT, target)
+    if match := _FORGET.match(text):
+        target = match.group("target").strip()
+        if target.lower() == "that" or re.match(r"(?:it|this|everything|all|me)\b(?![' ]s\b)", target, re.I):
+            return None  # "forget it" is a way of speaking; erasing everything is the page's, confirmed
+        return Request(Intent.FORGET, target)
+    return None
+
+
+# ------------------------------------------------------------------ matching
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory the target may point at: a fact, a profile value or a turn."""
+
+    kind: str  # "fact", "profile" or "page"
+    ident: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """Memories that say the same thing (a fact and the turns it was told in)."""
+
+    members: tuple[Candidate, ...]
+
+    @property
+    def label(self) -> Candidate:
+        """What names the group to a person: its fact, else its profile value, else its first turn."""
+        order = {"fact": 0, "profile": 1, "page": 2}
+        return min(self.members, key=lambda c: order.get(c.kind, 3))
+
+
+def topic_words(text: str) -> frozenset[str]:
+    """The content words of a text, stemmed, and its numbers ("dish number 7" is not dish 17),
+    without the words every fact is phrased with."""
+    numbers = frozenset(re.findall(r"\b\d+\b", text))
+    return (frozenset(term.stem for term in content_terms(text)) | numbers) - _NO_TOPIC
+
+
+def matches(target: str, text: str) -> bool:
+    """Whether `text` says what `target` points at: every name and number the target gives, or,
+    when it gives none, every content word of the target (all but one of four or more)."""
+    wanted = topic_words(target)
+    if not wanted:
+        return False
+    have = topic_words(text)
+    found = len(wanted & have)
+    # Names and numbers identify: "my cat Miso" is the profile's "Pet: Miso" too, and never a cat without it.
+    names = names_in([target]) | frozenset(re.findall(r"\b\d+\b", target))
+    if names:
+        return names <= have
+    return found == len(wanted) or (len(wanted) >= 4 and found >= len(wanted) - 1)
+
+
+def group(target: str, candidates: Sequence[Candidate]) -> list[Group]:
+    """The candidates that match `target`, grouped (cluster)."""
+    return cluster([c for c in candidates if matches(target, c.text)], topic_words(target))
+
+
+def cluster(found: Sequence[Candidate], wanted: frozenset[str]) -> list[Group]:
+    """Candidates grouped: two belong together when they share a word besides `wanted` ("Miso"),
+    or one of them has no other word. Order: first seen first."""
+    rest = [topic_words(c.text) - wanted for c in found]
+    parent = list(range(len(found)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in range(len(found)):
+        for j in range(i + 1, len(found)):
+            if not rest[i] or not rest[j] or rest[i] & rest[j]:
+                parent[root(j)] = root(i)
+    groups: dict[int, list[Candidate]] = {}
+    for i, candidate in enumerate(found):
+        groups.setdefault(root(i), []).append(candidate)
+    return [Group(tuple(members)) for members in groups.values()]
+
+
+def names_in(texts: Sequence[str]) -> frozenset[str]:
+    """The names (proper nouns, stemmed) the texts hold: what marks a memory as this one ("Miso")."""
+    return frozenset(term.stem for text in texts for term in content_terms(text) if term.proper) - _NO_TOPIC
+
+
+def quotes(memory: Group, target: str, text: str) -> bool:
+    """Whether a turn (a question, a reply) speaks of the memory. When the target names it (names,
+    numbers): the turn has every number and one of the names, and another of the target's words
+    besides a number; otherwise the turn names one of the memory's names, or, when it has none,
+    says everything the target says."""
+    have = topic_words(text)
+    numbers = frozenset(re.findall(r"\b\d+\b", target))
+    names = names_in([target])
+    if numbers or names:
+        rest = topic_words(target) - numbers
+        return numbers <= have and (not names or bool(names & have)) and (not numbers or bool(rest & have))
+    names = names_in([c.text for c in memory.members])
+    return bool(names & have) if names else matches(target, text)
+
+
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "two": 2, "third": 3, "3rd": 3, "three": 3,
+             "fourth": 4, "4th": 4, "four": 4, "fifth": 5, "5th": 5, "five": 5}
+_ALL = re.compile(r"\b(?:all|both|every ?one|each|all of them|both of them)\b", re.I)
+_NONE = re.compile(r"^\s*(?:none|neither|no|nothing|cancel|never ?mind|stop|don't|do not)\b", re.I)
+_YES = re.compile(r"^\s*(?:yes|yep|yeah|sure|ok(?:ay)?|go ahead|do it|please do)\b", re.I)
+
+
+def choose(answer: str, labels: Sequence[str]) -> list[int] | None:
+    """Which of the listed options (0-based) an answer picks: a number, an ordinal, "both"/"all"/"yes",
+    or words of one option's label; [] for "none"/"cancel"; None when it picks nothing (an
+    ordinary message: the question lapses)."""
+    text = clean_text(answer).strip()
+    if _NONE.match(text):
+        return []
+    if _ALL.search(text) or _YES.match(text):
+        return list(range(len(labels)))
+    picked = {n for word in re.findall(r"[A-Za-z0-9]+", text.lower())
+              if (n := int(word) if word.isdigit() else _ORDINALS.get(word, 0)) and 1 <= n <= len(labels)}
+    if picked:
+        return sorted(n - 1 for n in picked)
+    said = topic_words(text)
+    if said:
+        scored = [len(said & topic_words(label)) for label in labels]
+        best = max(scored)
+        if best and scored.count(best) == 1:
+            return [scored.index(best)]
+    return None
+
+
+# ------------------------------------------------------------------ corrections
+
+_NEGATIVE_CLAUSE = re.compile(r"\bnot\b|n't\b|\bnever\b|\bno longer\b", re.I)
+
+
+def correction_parts(statement: str) -> tuple[str, str]:
+    """A correction's new statement and the words that name the old value: "I don't live in Lyon,
+    I live in Porto" -> ("I live in Porto", "Lyon"); "I live in Porto" -> ("I live in Porto", "")."""
+    clauses = [c.strip(" ,;.!") for c in re.split(r"[,;]|\s+but\s+|\s+—\s+|\s+-\s+", statement) if c.strip(" ,;.!")]
+    positive = [c for c in clauses if not _NEGATIVE_CLAUSE.search(c)]
+    negative = [c for c in clauses if _NEGATIVE_CLAUSE.search(c)]
+    new = positive[-1] if positive else statement.strip(" .!")
+    old = " ".join(term.stem for c in negative for term in content_terms(c) if term.proper)
+    return new, old
+
+
+def slot_words(statement: str) -> frozenset[str]:
+    """What a statement is about, without its value: its content words that are not names or
+    numbers ("I live in Porto" -> {"live"}); all of them when every word is a name."""
+    terms = [t for t in content_terms(statement) if t.stem not in _NO_TOPIC]
+    slot = frozenset(t.stem for t in terms if not t.proper and not t.stem.isdigit())
+    return slot or frozenset(t.stem for t in terms)
+
+
+def contradicts(statement: str, text: str, old_value: str = "") -> bool:
+    """Whether a stored memory says something else about what the correction is about: it has the
+    statement's slot words and lacks its value (or names the old value the person denied)."""
+    slot = slot_words(statement)
+    have = topic_words(text)
+    if not slot or not slot <= have:
+        return False
+    if old_value and set(old_value.split()) & have:
+        return True
+    return not topic_words(statement) <= have
+
+
+_FIRST_PERSON = (
+    (re.compile(r"^I am\b|^I'm\b", re.I), "User is"),
+    (re.compile(r"^I have\b|^I've got\b|^I've\b", re.I), "User has"),
+    (re.compile(r"^I was\b", re.I), "User was"),
+    (re.compile(r"^my\b", re.I), "User's"),
+)
+
+
+def third_person(statement: str) -> str:
+    """A statement as facts are stored: "I live in Porto" -> "User lives in Porto"."""
+    text = statement.strip().rstrip(".!")
+    for pattern, replacement in _FIRST_PERSON:
+        if pattern.match(text):
+            return pattern.sub(replacement, text, count=1)
+    match = re.match(r"^I\s+(\w+)(.*)$", text)
+    if match:
+        verb, rest = match.groups()
+        if verb.endswith(("s", "sh", "ch", "x", "o")):
+            verb += "es"
+        elif verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
+            verb = verb[:-1] + "ies"
+        else:
+            verb += "s"
+        return f"User {verb}{rest}"
+    return text
+
+
+def first_person(fact: str) -> str:
+    """A stored fact as the person would say it back: "User lives in Porto" -> "you live in Porto"."""
+    text = fact.strip()
+    for prefix, replacement in (("User is ", "you are "), ("User has ", "you have "), ("User was ", "you were "),
+                                ("User's ", "your ")):
+        if text.startswith(prefix):
+            return replacement + text[len(prefix):]
+    match = re.match(r"^User\s+(\w+)(.*)$", text)
+    if match:
+        verb, rest = match.groups()
+        if verb.endswith("ies") and len(verb) > 4:
+            verb = verb[:-3] + "y"
+        elif verb.endswith(("shes", "ches", "xes", "oes", "sses")):
+            verb = verb[:-2]
+        elif verb.endswith("s") and not verb.endswith("ss"):
+            verb = verb[:-1]
+        return f"you {verb}{rest}"
+    return text
+
+
+def day(moment: datetime | None) -> str:
+    """A date as a person reads it: "27 November 2026"."""
+    return f"{moment.day} {moment:%B %Y}" if moment is not None else "an unknown date"
+
+
+def period(valid_until: datetime | None, successor: str = "") -> str:
+    """A superseded memory's period: "until March 2026; since then: Porto"."""
+    if valid_until is None:
+        return ""
+    text = f"until {valid_until:%B %Y}"
+    return f"{text}; since then: {successor}" if successor else text

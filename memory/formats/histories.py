@@ -1,0 +1,390 @@
+"""Chat histories people have: ChatGPT's and Claude's data exports, and plain transcripts, read
+into conversations of the LoCoMo shape (memory/formats/locomo.py) that the importer stores.
+
+- ChatGPT (`conversations.json`, alone or inside the export's zip): a list of conversations, each a
+  `mapping` tree of message nodes. The branch kept is the one the person saw last: from
+  `current_node` up the `parent` links to the root. Edited messages and regenerated replies live on
+  other branches and are not read.
+- Claude (`conversations.json`): a list of conversations with `chat_messages`, each with `sender`
+  (human or assistant), `text` (or text parts in `content`) and `created_at`.
+- A transcript: JSON Lines of `{"role": "user"|"assistant"|"system", "content": "...", "time": ...}`
+  (`time`: ISO 8601 or Unix seconds; a line without one takes the time before it, so the first
+  message needs one: an import must give the same times each run to know what it stored).
+
+Only the person's and the assistant's text turns are kept; system, tool and hidden messages, and
+messages without text (images, files, code runs) are skipped and counted by reason. Every message
+keeps its time (one without a time takes the one before it, or the conversation's). A file is read
+whole before anything is kept: the first problem stops it, named by its place and reason.
+
+Each exchange (the person's messages and the answers that follow them) becomes a session of its own,
+dated by its first message, so that every page keeps the time it was said; a message longer than a
+turn may be is cut at paragraph or sentence ends into parts with ids `<id>#1`, `<id>#2`, ….
+Pure: no Django; the caller gives the names and the limit.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memory.formats.locomo import Conversation, Turn
+
+FORMATS = ("chatgpt", "claude", "transcript")
+ASSISTANT_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude", "transcript": "Assistant"}
+MAX_FILE_BYTES = 512 * 1024 * 1024  # an export's conversations.json, even inside a zip
+EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)  # before any chat assistant: a time that says 0 or garbage
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+class HistoryFormatError(ValueError):
+    """The file cannot be read as a chat history; the message names the place and the reason."""
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    role: str  # "user" | "assistant"
+    text: str
+    time: datetime
+
+
+@dataclass
+class History:
+    """One conversation of an export: its name, its kept messages in order, and what was skipped."""
+
+    source_id: str
+    title: str
+    messages: list[Message]
+    skipped: Counter = field(default_factory=Counter)
+
+
+# --- reading the file ---------------------------------------------------------------------------
+
+def read_export(data: bytes, *, name: str = "conversations.json") -> tuple[str, list[History]]:
+    """The format and the conversations of an export's bytes (a zip, JSON or JSON Lines)."""
+    if data[:4] == b"PK\x03\x04":
+        return read_export(_from_zip(data), name="conversations.json (in the zip)")
+    text = _decode(data, name)
+    if name.endswith(".jsonl") or _looks_like_lines(text):
+        return "transcript", [_transcript(text, name)]
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        line = getattr(exc, "lineno", "?")
+        raise HistoryFormatError(f"{name}: not JSON (line {line}: {getattr(exc, 'msg', exc)})") from None
+    if not isinstance(parsed, list):
+        raise HistoryFormatError(f"{name}: expected a list of conversations, got {type(parsed).__name__}")
+    kind = _detect(parsed, name)
+    read = _chatgpt if kind == "chatgpt" else _claude
+    return kind, [read(raw, f"{name}: conversation {index}") for index, raw in enumerate(parsed)]
+
+
+def read_export_file(path: Path) -> tuple[str, list[History]]:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise HistoryFormatError(f"{path}: {exc.strerror or exc}") from None
+    if size > MAX_FILE_BYTES:
+        raise HistoryFormatError(f"{path}: {size:,} bytes; at most {MAX_FILE_BYTES:,} are read")
+    return read_export(path.read_bytes(), name=path.name)
+
+
+def _from_zip(data: bytes) -> bytes:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
+        if not names:
+            raise HistoryFormatError("the zip holds no conversations.json (is it the export's zip?)")
+        info = archive.getinfo(min(names, key=len))
+        if info.file_size > MAX_FILE_BYTES:
+            raise HistoryFormatError(f"conversations.json in the zip is {info.file_size:,} bytes; "
+                                     f"at most {MAX_FILE_BYTES:,} are read")
+        return archive.read(info)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError) as exc:
+        raise HistoryFormatError(f"the zip cannot be read: {exc}") from None
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise HistoryFormatError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _looks_like_lines(text: str) -> bool:
+    first = text.lstrip()[:1]
+    return first == "{" and "\n" in text.strip()
+
+
+def _detect(parsed: list, name: str) -> str:
+    for index, raw in enumerate(parsed):
+        if isinstance(raw, dict) and "mapping" in raw:
+            return "chatgpt"
+        if isinstance(raw, dict) and "chat_messages" in raw:
+            return "claude"
+        if not isinstance(raw, dict):
+            raise HistoryFormatError(f"{name}: conversation {index} is not an object")
+    if not parsed:
+        raise HistoryFormatError(f"{name}: the export holds no conversation")
+    raise HistoryFormatError(f"{name}: neither ChatGPT's export (conversations with 'mapping') nor Claude's "
+                             "(conversations with 'chat_messages')")
+
+
+# --- times ------------------------------------------------------------------------------------
+
+def _time(value: Any, where: str) -> datetime | None:
+    """A message's time: Unix seconds or ISO 8601; None when absent."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        if isinstance(value, int | float):
+            moment = datetime.fromtimestamp(float(value), tz=UTC)
+        elif isinstance(value, str):
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        else:
+            raise TypeError
+    except (TypeError, ValueError, OverflowError, OSError):
+        raise HistoryFormatError(f"{where}: unreadable time {value!r} (Unix seconds or ISO 8601)") from None
+    if not EARLIEST <= moment <= LATEST:
+        raise HistoryFormatError(f"{where}: time {value!r} is outside {EARLIEST:%Y} to {LATEST:%Y}")
+    return moment.astimezone(UTC)
+
+
+def _dated(messages: Iterable[tuple[str, str, str, datetime | None]], start: datetime | None,
+           where: str) -> list[Message]:
+    """Messages whose missing times take the one before (the conversation's for the first)."""
+    dated, last = [], start
+    for ident, role, text, moment in messages:
+        moment = moment or last
+        if moment is None:
+            raise HistoryFormatError(f"{where}: message {ident!r} has no time, nor has anything before it")
+        dated.append(Message(id=ident, role=role, text=text, time=moment))
+        last = moment
+    return dated
+
+
+def _string(raw: dict, key: str, where: str, *, required: bool = True) -> str:
+    value = raw.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise HistoryFormatError(f"{where}: field {key!r} is missing or not text")
+    return value
+
+
+# --- ChatGPT ----------------------------------------------------------------------------------
+
+def _chatgpt_branch(mapping: dict, current: str, where: str) -> list[dict]:
+    """The nodes from the root down to `current`, following parents (a cycle is refused)."""
+    chain, seen, node_id = [], set(), current
+    while node_id is not None:
+        if node_id in seen:
+            raise HistoryFormatError(f"{where}: the mapping's parents loop at node {node_id!r}")
+        seen.add(node_id)
+        node = mapping.get(node_id)
+        if not isinstance(node, dict):
+            raise HistoryFormatError(f"{where}: node {node_id!r} is named but not in 'mapping'")
+        chain.append(node)
+        node_id = node.get("parent")
+        if node_id is not None and not isinstance(node_id, str):
+            raise HistoryFormatError(f"{where}: node {chain[-1].get('id')!r}: 'parent' is not an id")
+    return chain[::-1]
+
+
+def _chatgpt_text(message: dict, where: str) -> str | None:
+    """The text of a text message (its string parts), or None for other content (images, code runs)."""
+    content = message.get("content")
+    if not isinstance(content, dict) or not isinstance(content.get("content_type"), str):
+        raise HistoryFormatError(f"{where}: 'content' must be an object with a 'content_type'")
+    if content["content_type"] not in ("text", "multimodal_text"):
+        return None
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        raise HistoryFormatError(f"{where}: content.parts is missing or not a list")
+    texts = [part for part in parts if isinstance(part, str)]
+    if parts and not texts:
+        return None  # an image or a file alone
+    return "\n".join(texts).strip()
+
+
+def _chatgpt(raw: Any, where: str) -> History:
+    if not isinstance(raw, dict):
+        raise HistoryFormatError(f"{where}: not an object")
+    title = raw.get("title") if isinstance(raw.get("title"), str) else ""
+    where = f"{where} ({title[:40]!r})" if title else where
+    mapping, current = raw.get("mapping"), raw.get("current_node")
+    if not isinstance(mapping, dict) or not isinstance(current, str):
+        raise HistoryFormatError(f"{where}: 'mapping' (an object) and 'current_node' (an id) are required")
+    source_id = str(raw.get("conversation_id") or raw.get("id") or current)
+    skipped: Counter = Counter()
+    kept = []
+    for node in _chatgpt_branch(mapping, current, where):
+        message = node.get("message")
+        if message is None:
+            continue  # the tree's root holds no message
+        place = f"{where}, node {node.get('id')!r}"
+        if not isinstance(message, dict):
+            raise HistoryFormatError(f"{place}: 'message' is not an object")
+        author = message.get("author")
+        role = author.get("role") if isinstance(author, dict) else None
+        if not isinstance(role, str):
+            raise HistoryFormatError(f"{place}: author.role is missing")
+        moment = _time(message.get("create_time"), f"{place}, field 'create_time'")
+        metadata = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+        if role not in ("user", "assistant"):
+            skipped[role if role in ("system", "tool") else "other role"] += 1
+        elif metadata.get("is_visually_hidden_from_conversation") or message.get("recipient", "all") != "all":
+            skipped["hidden"] += 1
+        else:
+            text = _chatgpt_text(message, place)
+            if text is None:
+                skipped["not text"] += 1
+            elif not text:
+                skipped["empty"] += 1
+            else:
+                kept.append((str(message.get("id") or node.get("id")), role, text, moment))
+    start = _time(raw.get("create_time"), f"{where}, field 'create_time'")
+    return History(source_id=source_id, title=title, messages=_dated(kept, start, where), skipped=skipped)
+
+
+# --- Claude -----------------------------------------------------------------------------------
+
+def _claude(raw: Any, where: str) -> History:
+    if not isinstance(raw, dict) or not isinstance(raw.get("chat_messages"), list):
+        raise HistoryFormatError(f"{where}: expected an object with a 'chat_messages' list")
+    title = raw.get("name") if isinstance(raw.get("name"), str) else ""
+    source_id = str(raw.get("uuid") or where)
+    where = f"{where} ({title[:40]!r})" if title else where
+    skipped: Counter = Counter()
+    kept = []
+    for index, message in enumerate(raw["chat_messages"]):
+        place = f"{where}, message {index}"
+        if not isinstance(message, dict):
+            raise HistoryFormatError(f"{place}: not an object")
+        sender = _string(message, "sender", place)
+        moment = _time(message.get("created_at"), f"{place}, field 'created_at'")
+        text = _string(message, "text", place, required=False).strip()
+        if not text and isinstance(message.get("content"), list):
+            text = "\n".join(part["text"] for part in message["content"]
+                             if isinstance(part, dict) and part.get("type") == "text"
+                             and isinstance(part.get("text"), str)).strip()
+        role = {"human": "user", "assistant": "assistant"}.get(sender)
+        if role is None:
+            skipped["other role"] += 1
+        elif not text:
+            skipped["not text" if message.get("attachments") or message.get("files") else "empty"] += 1
+        else:
+            kept.append((str(message.get("uuid") or f"{source_id}:{index}"), role, text, moment))
+    start = _time(raw.get("created_at"), f"{where}, field 'created_at'")
+    return History(source_id=source_id, title=title, messages=_dated(kept, start, where), skipped=skipped)
+
+
+# --- transcripts --------------------------------------------------------------------------------
+
+def _transcript(text: str, name: str) -> History:
+    skipped: Counter = Counter()
+    kept = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        place = f"{name}: line {number}"
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            raise HistoryFormatError(f"{place}: not a JSON object") from None
+        if not isinstance(row, dict):
+            raise HistoryFormatError(f"{place}: not a JSON object")
+        role = _string(row, "role", place)
+        content = _string(row, "content", place).strip()
+        moment = _time(row.get("time"), f"{place}, field 'time'")
+        if role not in ("user", "assistant"):
+            skipped["system" if role == "system" else "other role"] += 1
+        elif not content:
+            skipped["empty"] += 1
+        else:
+            kept.append((f"L{number}", role, content, moment))
+    if not kept:
+        raise HistoryFormatError(f"{name}: no user or assistant message with text")
+    title = Path(name).stem
+    return History(source_id=title, title=title, messages=_dated(kept, None, name), skipped=skipped)
+
+
+# --- into conversations -----------------------------------------------------------------------
+
+def _pieces(text: str, limit: int) -> list[str]:
+    """`text` cut at paragraph, then sentence, then word ends into pieces of at most `limit` characters."""
+    if len(text) <= limit:
+        return [text]
+    pieces, rest = [], text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = max(window.rfind("\n\n"), -1)
+        if cut < limit // 2:
+            ends = [m.end() for m in re.finditer(r"[.!?](\s)", window)]
+            cut = ends[-1] if ends and ends[-1] >= limit // 2 else window.rfind(" ")
+        if cut <= 0:
+            cut = limit
+        pieces.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    return [piece for piece in [*pieces, rest] if piece]
+
+
+def history_conversation(history: History, *, person: str, assistant: str, max_chars: int,
+                         prefix: str) -> Conversation:
+    """The conversation as the importer reads LoCoMo's: a session per exchange, dated by its first
+    message; turn ids `<prefix><message id>` (with `#n` for the parts of a long message)."""
+    sessions: list[tuple[int, datetime, tuple[Turn, ...]]] = []
+    current: list[Turn] = []
+    started: datetime | None = None
+    previous_role = None
+    for message in history.messages:
+        if message.role == "user" and previous_role == "assistant" and current:
+            sessions.append((len(sessions) + 1, started, tuple(current)))
+            current, started = [], None
+        speaker = person if message.role == "user" else assistant
+        pieces = _pieces(message.text, max(200, max_chars - len(speaker) - 2))
+        for number, piece in enumerate(pieces, start=1):
+            ident = f"{prefix}{message.id}" + (f"#{number}" if len(pieces) > 1 else "")
+            current.append(Turn(dia_id=ident, speaker=speaker, text=piece))
+        started = started or message.time
+        previous_role = message.role
+    if current:
+        sessions.append((len(sessions) + 1, started, tuple(current)))
+    return Conversation(sample_id=history.title or history.source_id, speaker_a=person, speaker_b=assistant,
+                        sessions=tuple(sessions), qa=())
+
+
+def histories_summary(histories: Sequence[History]) -> dict[str, Any]:
+    """Counts for a report: conversations, messages kept, skipped by reason."""
+    skipped: Counter = Counter()
+    for history in histories:
+        skipped.update(history.skipped)
+    return {"conversations": len(histories), "messages": sum(len(h.messages) for h in histories),
+            "skipped": dict(sorted(skipped.items()))}
+
+
+def export_conversation(kind: str, histories: Sequence[History], *, person: str, max_chars: int,
+                        name: str) -> Conversation:
+    """A whole export as one conversation in the order things were said, across its conversations
+    (they may overlap in time), each exchange a session; turn ids carry the format and the
+    conversation's id, so that they are unique in the export and the same on every run."""
+    assistant = ASSISTANT_NAMES[kind]
+    sessions = []
+    for number, history in enumerate(histories):
+        prefix = f"{kind}:{history.source_id[:40]}:"
+        read = history_conversation(history, person=person, assistant=assistant, max_chars=max_chars, prefix=prefix)
+        sessions += [(date, number, turns) for _, date, turns in read.sessions]
+    sessions.sort(key=lambda session: (session[0], session[1]))
+    return Conversation(sample_id=name, speaker_a=person, speaker_b=assistant, qa=(),
+                        sessions=tuple((n, date, turns) for n, (date, _, turns) in enumerate(sessions, start=1)))

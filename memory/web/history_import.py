@@ -1,0 +1,110 @@
+"""The person's page for bringing their history (memory/services/history_import.py): upload a
+ChatGPT or Claude export or a transcript, watch its progress, read its summary.
+
+The file is read and checked whole while the upload's request waits (no model is called: a broken
+file is refused at once with its first problem, and nothing is stored); the pages are then stored
+on a thread of this server process, which owns the vector index, and the page polls its progress
+(htmx, every second) from Django's cache: Redis when configured, so any server process can answer.
+One import runs at a time for a person.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.db import close_old_connections
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from memory.services.common import MemoryInputError
+from memory.services.history_import import history_import, history_read
+from memory.web.htmx import refused_status
+
+log = logging.getLogger(__name__)
+
+JOB_TTL_S = 24 * 3600
+
+
+def _key(job: str) -> str:
+    return f"history-import:{job}"
+
+
+def _running_key(user_id: int) -> str:
+    return f"history-import-running:{user_id}"
+
+
+def _job(user, job: str) -> dict[str, Any]:
+    state = cache.get(_key(job))
+    if state is None or state.get("user_id") != user.pk:  # another person's job is no job of yours
+        raise Http404("No such import.")
+    return state
+
+
+def _save(job: str, **state: Any) -> None:
+    cache.set(_key(job), {**(cache.get(_key(job)) or {}), **state}, JOB_TTL_S)
+
+
+def _run(job: str, user, data: bytes, name: str) -> None:
+    close_old_connections()
+    try:
+        report = history_import(user=user, data=data, name=name,
+                                on_page=lambda done, total: _save(job, done=done, total=total))
+        _save(job, status="done", report=report.as_dict())
+    except MemoryInputError as exc:
+        _save(job, status="failed", error=str(exc))
+    except Exception:
+        log.exception("event=history_import_failed user=%s job=%s", user.pk, job)
+        _save(job, status="failed", error="The import stopped on an error; run it again to add what is missing.")
+    finally:
+        cache.delete(_running_key(user.pk))
+        close_old_connections()
+
+
+def _start(request) -> str:
+    upload = request.FILES.get("export")
+    if upload is None:
+        raise MemoryInputError("Choose a file: conversations.json, the export's zip, or a .jsonl transcript.")
+    limit = settings.MEMORYOS_HISTORY_IMPORT_MAX_BYTES
+    if upload.size > limit:
+        raise MemoryInputError(f"The file is {upload.size:,} bytes; at most {limit:,} are read.")
+    data = upload.read()
+    kind, histories, whole = history_read(user=request.user, data=data, name=upload.name)  # refused whole here
+    job = uuid.uuid4().hex
+    if not cache.add(_running_key(request.user.pk), job, JOB_TTL_S):
+        raise MemoryInputError("An import of yours is still running; wait for it to finish.")
+    total = sum(len(turns) for _, _, turns in whole.sessions)
+    _save(job, user_id=request.user.pk, status="running", name=upload.name, format=kind,
+          conversations=len(histories), done=0, total=total)
+    threading.Thread(target=_run, args=(job, request.user, data, upload.name), name="history-import",
+                     daemon=True).start()
+    return job
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def history_upload(request):
+    error = ""
+    if request.method == "POST":
+        try:
+            return redirect("history_import_job", job=_start(request))
+        except MemoryInputError as exc:
+            error = str(exc)
+    running = cache.get(_running_key(request.user.pk))
+    return render(request, "memory/history_import.html",
+                  {"error": error, "running": running, "max_bytes": settings.MEMORYOS_HISTORY_IMPORT_MAX_BYTES},
+                  status=refused_status(request, bool(error)))
+
+
+@login_required
+@require_http_methods(["GET"])
+def history_import_job(request, job: str):
+    state = _job(request.user, job)
+    template = "memory/history_import.html#progress" if request.htmx else "memory/history_import.html"
+    return render(request, template, {"job": job, "state": state})

@@ -1,0 +1,96 @@
+"""Importing chat histories (memory/services/history_import.py, `manage.py import_history`): pages
+with their times under the assistant's sona, a second run adding nothing, an interrupted one
+resumed, a broken file storing nothing, and what was imported recalled."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memory.benchmarks.exports import (
+    ChatGPTConversation,
+    chatgpt_json,
+    chatgpt_zip,
+    claude_conversation,
+    claude_json,
+)
+from memory.models import DialoguePage, Sona
+from memory.services.common import MemoryInputError
+from memory.services.history_import import history_import
+from memory.services.recall import recall_for_query
+
+pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
+
+
+def family() -> ChatGPTConversation:
+    chat = ChatGPTConversation("Family visit", "fam")
+    chat.add("user", "My brother Daniel lives in Porto with his daughter Lia.")
+    chat.add("assistant", "How nice! When will you visit them?")
+    chat.add("user", "In June, for Lia's fifth birthday.")
+    chat.add("assistant", "A birthday trip to Porto sounds wonderful.")
+    return chat
+
+
+def garden() -> ChatGPTConversation:
+    chat = ChatGPTConversation("Allotment", "gar")
+    chat.add("user", "The tomatoes on my allotment have blight again.", minutes=60 * 24 * 3)
+    chat.add("assistant", "Remove the affected leaves and water at the base.", minutes=60 * 24 * 3 + 1)
+    return chat
+
+
+def test_an_export_becomes_pages_with_their_times_and_a_second_run_adds_nothing(make_user):
+    user = make_user("maya")
+    report = history_import(user=user, data=chatgpt_zip([family(), garden()]), name="chatgpt-export.zip")
+    assert (report.format, report.conversations, report.messages, report.pages, report.added) == (
+        "chatgpt", 2, 6, 3, 3)
+    assert report.titles == ["Family visit", "Allotment"]
+    pages = list(DialoguePage.objects.filter(user=user).order_by("seq"))
+    assert [p.query for p in pages] == ["maya: My brother Daniel lives in Porto with his daughter Lia.",
+                                        "maya: In June, for Lia's fifth birthday.",
+                                        "maya: The tomatoes on my allotment have blight again."]
+    assert pages[0].response == "ChatGPT: How nice! When will you visit them?"
+    assert [p.timestamp for p in pages] == [family().start.replace(minute=1), family().start.replace(minute=3),
+                                            garden().start.replace(day=9)]
+    assert {p.sona_id for p in pages} == {Sona.objects.get(user=user, name="ChatGPT").id}
+    again = history_import(user=user, data=chatgpt_json([family(), garden()]), name="conversations.json")
+    assert (again.added, again.already) == (0, 3) and DialoguePage.objects.filter(user=user).count() == 3
+
+    found = recall_for_query(user=user, query="Where does my brother live?", update_heat=False, record_trace=False)
+    assert any("Daniel lives in Porto" in item.text for item in found.items[:5])
+
+
+def test_an_interrupted_import_resumes_with_what_is_missing(make_user):
+    user = make_user("maya")
+    history_import(user=user, data=chatgpt_json([family()]), name="conversations.json")  # stopped after one
+    report = history_import(user=user, data=chatgpt_json([family(), garden()]), name="conversations.json")
+    assert (report.added, report.already) == (1, 2)
+    assert DialoguePage.objects.filter(user=user).count() == 3
+
+
+def test_a_broken_file_stores_nothing_and_names_the_place(make_user):
+    user = make_user("maya")
+    broken = json.loads(chatgpt_json([family(), garden()]))
+    broken[1]["mapping"]["gar-m2"]["message"]["create_time"] = "tomorrow"
+    with pytest.raises(MemoryInputError, match=r"Nothing was imported: .*conversation 1 \('Allotment'\), "
+                                               r"node 'gar-m2', field 'create_time'"):
+        history_import(user=user, data=json.dumps(broken).encode(), name="conversations.json")
+    assert not DialoguePage.objects.filter(user=user).exists()
+    assert not Sona.objects.filter(user=user).exists()
+
+
+def test_the_command_imports_a_claude_export_and_reports_what_it_skipped(make_user, tmp_path):
+    path = tmp_path / "conversations.json"
+    path.write_bytes(claude_json([claude_conversation("Cello", "c1", [
+        ("human", "I started learning the cello in September."), ("assistant", "Wonderful! Who teaches you?"),
+        ("human", ""), ("human", "A teacher called Ruth.")], **{"2": {"files": [{"file_name": "bow.jpg"}]}})]))
+    out = io.StringIO()
+    call_command("import_history", str(path), "--user", "ana", "--no-progress", stdout=out)
+    assert "imported claude export conversations.json: 1 conversations, 3 messages as 2 pages (2 added" in \
+        out.getvalue() and "skipped: 1 not text" in out.getvalue()
+    assert DialoguePage.objects.filter(user__username="ana", sona__name="Claude").count() == 2
+    (tmp_path / "bad.json").write_text("[1, 2")
+    with pytest.raises(CommandError, match="Nothing was imported: bad.json: not JSON"):
+        call_command("import_history", str(tmp_path / "bad.json"), "--user", "ana", stdout=io.StringIO())

@@ -1,0 +1,70 @@
+"""/settings/import/: a person uploads an export, watches its progress and reads its summary; a
+broken file is refused at once and stores nothing; another person cannot see the job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from memory.benchmarks.exports import ChatGPTConversation, chatgpt_json
+from memory.models import DialoguePage
+
+pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
+
+
+def export() -> bytes:
+    chat = ChatGPTConversation("Bees", "bees")
+    chat.add("user", "I keep two beehives on my roof in Leeds.")
+    chat.add("assistant", "How much honey did they make this year?")
+    chat.add("user", "About twelve jars.")
+    chat.add("assistant", "That's a good harvest for two hives.")
+    chat.add("tool", "weather lookup")
+    return chatgpt_json([chat])
+
+
+def signed_in(make_user, name: str) -> tuple:
+    user = make_user(name)
+    client = Client()
+    client.force_login(user)
+    return user, client
+
+
+def finished(client: Client, url: str, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        page = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+        if 'id="import-bar"' not in page:
+            return page
+        time.sleep(0.2)
+    raise AssertionError("the import did not finish")
+
+
+def test_an_upload_shows_progress_then_a_summary_and_only_to_its_owner(make_user):
+    user, client = signed_in(make_user, "maya")
+    answer = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    assert answer.status_code == 302 and answer.url.startswith("/settings/import/")
+    page = finished(client, answer.url)
+    assert 'id="import-summary"' in page and "4 messages read as 2 exchanges;\n        2 added" in page
+    assert "Skipped: 1 tool." in page and "<li>Bees</li>" in page
+    assert "<!DOCTYPE html>" not in page  # the htmx answer is the progress partial alone
+    assert DialoguePage.objects.filter(user=user).count() == 2
+    assert "Done:" in client.get(answer.url).content.decode()  # and the whole page, without htmx
+
+    _, other = signed_in(make_user, "ben")
+    assert other.get(answer.url).status_code == 404
+
+    again = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    assert "0 added, 2 already in your memory" in finished(client, again.url)
+
+
+def test_a_broken_file_is_refused_at_once_and_stores_nothing(make_user):
+    user, client = signed_in(make_user, "maya")
+    answer = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", b"[{]")})
+    assert answer.status_code == 400
+    assert "Nothing was imported: conversations.json: not JSON (line 1" in answer.content.decode()
+    assert client.post("/settings/import/", {}).status_code == 400
+    assert not DialoguePage.objects.filter(user=user).exists()
+    assert Client().get("/settings/import/").status_code == 302  # signed out: to the sign-in page
