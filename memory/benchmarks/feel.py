@@ -67,18 +67,26 @@ def load_scripts(path: Path) -> list[dict[str, Any]]:
                 raise CommandError(f"{path}: {name}: a step is either {{\"say\": ...}} or {{\"ask\": ...}}")
             if "ask" in step and step.get("kind") not in KINDS:
                 raise CommandError(f"{path}: {name}: an ask's kind is one of {', '.join(KINDS)}")
-            if "ask" in step and not (step.get("expect_any") or step.get("expect_none")):
-                raise CommandError(f"{path}: {name}: an ask needs expect_any or expect_none")
+            if "ask" in step and not (step.get("expect_any") or step.get("expect_none") or step.get("expect_all")):
+                raise CommandError(f"{path}: {name}: an ask needs expect_any, expect_all or expect_none")
     return scripts
 
 
-def check(reply: str, step: dict[str, Any]) -> tuple[bool, str]:
-    """Whether a reply passes an ask, and why not."""
+def check(reply: str, step: dict[str, Any], *, today: str = "") -> tuple[bool, str]:
+    """Whether a reply passes an ask (expect_any: one of; expect_all: every one; expect_none: none
+    of; "{today}" stands for the day the script runs, as replies write it), and why not."""
     lowered = reply.lower()
-    wanted = [w for w in step.get("expect_any") or () if w.lower() in lowered]
-    unwanted = [w for w in step.get("expect_none") or () if w.lower() in lowered]
-    if step.get("expect_any") and not wanted:
-        return False, f"none of {step['expect_any']}"
+
+    def said(words: str) -> bool:
+        return words.replace("{today}", today).lower() in lowered
+
+    any_of, all_of, none_of = (step.get(key) or () for key in ("expect_any", "expect_all", "expect_none"))
+    if any_of and not any(map(said, any_of)):
+        return False, f"none of {list(any_of)}"
+    missing = [w for w in all_of if not said(w)]
+    if missing:
+        return False, f"misses {missing}"
+    unwanted = [w for w in none_of if said(w)]
     if unwanted:
         return False, f"holds {unwanted}"
     return True, ""
@@ -86,6 +94,9 @@ def check(reply: str, step: dict[str, Any]) -> tuple[bool, str]:
 
 def run_script(user, script: dict[str, Any]) -> list[dict[str, Any]]:
     """One script's checks: its turns in order through turn_run (maintenance inline)."""
+    from django.utils import timezone
+
+    from memory.engine.memory_talk import day
     from memory.services.turns import turn_run
 
     results = []
@@ -96,7 +107,7 @@ def run_script(user, script: dict[str, Any]) -> list[dict[str, Any]]:
         except Exception as exc:
             raise CommandError(f"{script['name']} step {number}: the turn failed: {type(exc).__name__}: {exc}") from exc
         if "ask" in step:
-            passed, why = check(reply, step)
+            passed, why = check(reply, step, today=day(timezone.now()))
             results.append({"script": script["name"], "kind": step["kind"], "ask": message, "passed": passed,
                             "why": why, "reply": reply})
     return results
@@ -137,7 +148,10 @@ def run(options: dict, stdout) -> dict:
     halves = {name: HALVES[name] for name in asked or ()} if asked or files else {
         name: path for name, path in HALVES.items() if path.exists()}
     halves.update({path.stem: path for path in files})
-    loaded = {name: load_scripts(path) for name, path in halves.items()}
+    loaded: dict[str, list[dict[str, Any]]] = {}
+    for name, path in halves.items():  # a file whose scripts name their half (feel_talk.json) is split by it
+        for script in load_scripts(path):
+            loaded.setdefault(f"{name}-{script['half']}" if script.get("half") else name, []).append(script)
     checks = run_halves(loaded, only=options.get("script") or (), show=not options.get("no_progress"),
                         in_place=bool(options.get("in_place")))
     return {"benchmark": "feel", "date": common.today(), "machine": common.machine(),

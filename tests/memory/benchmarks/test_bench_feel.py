@@ -49,6 +49,9 @@ def test_a_reply_is_checked_by_wanted_and_unwanted_words():
     assert feel.check("You live in porto.", step) == (True, "")
     assert feel.check("You live in Porto, not Lyon.", step)[0] is False
     assert feel.check("I don't recall.", step)[0] is False
+    every = {"ask": "Why?", "kind": "why", "expect_all": ["Rex", "{today}"]}
+    assert feel.check("You said Rex on 1 May 2026.", every, today="1 May 2026") == (True, "")
+    assert feel.check("You said Rex.", every, today="1 May 2026")[0] is False
 
 
 def test_a_failing_turn_fails_the_command(memory_env, monkeypatch, tmp_path):
