@@ -29,6 +29,7 @@ from django.db.models.functions import Coalesce
 from memory.adapters import configured
 from memory.engine.facts import TURN_FACTS_PROMPT, facts_of, validate_turn_facts
 from memory.engine.long_term import normalise_fact
+from memory.engine.memory_talk import detect as talk_request
 from memory.engine.model_output import pages_text
 from memory.engine.ports import ChatMessage, ModelError, VectorPoint
 from memory.engine.text import split_sentences
@@ -138,7 +139,7 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
                  .order_by("seq"))
     # Read first (the model outside any transaction), then embed what is new in one call: a bulk
     # import's batch of pages costs one embedding call, not one a page.
-    read = {page.pk: facts_read(user_id=user_id, text=page.query) if page.query.strip() else ([], "offline")
+    read = {page.pk: facts_read(user_id=user_id, text=page.query) if _states(page.query) else ([], "offline")
             for page in pages}
     vectors = _vectors_of_new(user_id, [text for texts, _ in read.values() for text in texts])
     changes: list[FactChange] = []
@@ -148,6 +149,13 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
             user_id=user_id, page_id=page_id, changes=found))
         changes += found
     return changes
+
+
+def _states(message: str) -> bool:
+    """Whether a message may state facts: a request to memory itself ("forget that I …", "that's
+    wrong, I …", "why do you think I …") is carried out by memory/services/memory_talk.py, and its
+    words are no new statement."""
+    return bool(message.strip()) and talk_request(message) is None
 
 
 def _vectors_of_new(user_id: int, texts: Sequence[str]) -> dict[str, list[float]]:
@@ -168,7 +176,7 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
                     vectors: dict[str, list[float]] | None = None) -> list[FactChange]:
     """One turn's facts: stored (or their source added), then supersession on the new ones. `read`
     and `vectors`: the facts_read and embeddings the caller has already (facts_from_turns)."""
-    if not page.query.strip():
+    if not _states(page.query):
         return []
     texts, via = read if read is not None else facts_read(user_id=user_id, text=page.query)
     if not texts:

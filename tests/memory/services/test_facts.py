@@ -199,3 +199,14 @@ def test_facts_read_at_their_turn_leave_the_vector_index_as_it_was_unless_asked(
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "TURN_FACTS_INDEXED": True}
     turn_run(user=user, message="I have a cat named Miso.")
     assert configured.vector_index().count(user_id=str(user.pk), kind="kb") == 1
+
+
+@pytest.mark.parametrize("request_to_memory", ["Forget that I live in Lyon.", "That's wrong, I live in Porto.",
+                                               "Why do you think I live in Lyon?"])
+def test_a_request_to_memory_states_no_new_fact(make_user, request_to_memory):
+    user = make_user()
+    turn_run(user=user, message="I have a dog named Rex.")
+    page = turn_run(user=user, message=request_to_memory).page
+    assert not LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.FACT_ADDED, payload__source="turn",
+                                             payload__page_id=str(page.id)).exists()
+    assert not KnowledgeFact.objects.filter(user=user, text__contains="Lyon").exists()
