@@ -20,8 +20,9 @@ from memory.engine.traits import CATEGORIES
 from memory.inspector import charts
 from memory.recall.base import UnknownPolicyError, get_policy, policy_names
 from memory.recall.pipeline import gather
-from memory.selectors import decay, log, long_term, stats, tiers
+from memory.selectors import audit, decay, log, long_term, stats, tiers
 from memory.selectors import provenance as provenances
+from memory.selectors import replay as replays
 from memory.selectors.accounts import user_named
 from memory.selectors.traces import policy_section, trace_get, trace_timings, traces
 from memory.web.access import can_inspect, switchable_users
@@ -41,7 +42,7 @@ def _render(request, template: str, target, section: str, context: dict, partial
     if partial and request.htmx:
         return render(request, f"{template}#{partial}", {"target": target, **context})
     return render(request, template, {
-        "target": target, "section": section, "sections": SECTIONS,
+        "target": target, "section": section, "sections": SECTIONS, "section_label": dict(SECTIONS).get(section, ""),
         "switchable": switchable_users(request.user), **context})
 
 
@@ -83,6 +84,7 @@ def overview(request, username):
     data = stats.overview(user=target)
     return _render(request, "inspector/overview.html", target, "overview",
                    {"o": data, "tiers_figure": charts.tiers_figure(data.counts),
+                    "rows": audit.events_with_subjects(user=target, events=data.recent_events),
                     "decay": decay.exocortex_curves(user=target)})
 
 
@@ -231,7 +233,8 @@ def events(request, username):
     page = _page(log.events(user=target, kinds=kinds, query=request.GET.get("q", "").strip()), request,
                  per_page=EVENTS_PER_PAGE)
     return _render(request, "inspector/events.html", target, "events",
-                   {"events": page, "group": group, "groups": log.EVENT_GROUPS, "q": request.GET.get("q", "")},
+                   {"events": page, "rows": audit.events_with_subjects(user=target, events=page.object_list),
+                    "group": group, "groups": log.EVENT_GROUPS, "q": request.GET.get("q", "")},
                    partial="event-list" if request.GET.get("part") == "list" else None)
 
 
@@ -242,6 +245,6 @@ def replay(request, username):
     target = _target(request, username)
     total = len(log.replay_of(user=target))
     step = max(0, min(_int(request.GET.get("step"), total), total))
-    view = log.replay_view(user=target, step=step)
+    view = replays.replay_view(user=target, step=step)
     return _render(request, "inspector/replay.html", target, "replay", {"r": view},
                    partial="replay-state" if request.GET.get("part") == "state" else None)
