@@ -156,7 +156,9 @@ def segment_heat_figure(*, user, segment_id: str, label: str) -> str:
 
 def _heat_figure(history, labels: dict[str, str], log: list[EventRecord], params) -> str:
     """Heat lines with the promotion threshold, and the decay term over the log's time span."""
-    decay = decay_curve(span_seconds=span_of(log).total_seconds(), mu_seconds=params.recency_mu_seconds)
+    span = charts.data_span(history)  # the lines' own span: the log's may mix two clocks
+    seconds = (span[1] - span[0]).total_seconds() if span else span_of(log).total_seconds()
+    decay = decay_curve(span_seconds=seconds, mu_seconds=params.recency_mu_seconds)
     return charts.heat_figure(history, labels=labels, threshold=params.heat_threshold, decay=decay,
                               mu_seconds=params.recency_mu_seconds)
 

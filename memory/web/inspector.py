@@ -189,7 +189,9 @@ def provenance(request, username, kind, ident):
     rows = [(link, found.labels[link.node.pk], _node_url(name, link.node, trait_key.get(link.node.object_id)))
             for link in found.links]
     return _render(request, "inspector/provenance.html", target, "lpm",
-                   {"p": found, "rows": rows, "graph_figure": charts.provenance_figure(nodes, edges)})
+                   {"p": found, "rows": rows, "has_sources": any(link.direction == "from" for link in found.links),
+                    "has_derived": any(link.direction == "to" for link in found.links),
+                    "graph_figure": charts.provenance_figure(nodes, edges)})
 
 
 @login_required
