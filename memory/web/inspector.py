@@ -24,6 +24,7 @@ from memory.selectors import audit, decay, log, long_term, stats, tiers
 from memory.selectors import provenance as provenances
 from memory.selectors import replay as replays
 from memory.selectors.accounts import user_named
+from memory.selectors.recall_panel import search_listing
 from memory.selectors.traces import policy_section, trace_get, trace_timings, traces
 from memory.web.access import can_inspect, switchable_users
 
@@ -53,7 +54,7 @@ def _int(value, default: int) -> int:
         return default
 
 
-SEGMENTS_PER_PAGE, TRACES_PER_PAGE, EVENTS_PER_PAGE = 25, 20, 50
+SEGMENTS_PER_PAGE, TRACES_PER_PAGE, EVENTS_PER_PAGE, RESULTS_PER_PAGE = 25, 20, 50, 10
 
 
 def _page(rows, request, *, per_page: int):
@@ -207,8 +208,10 @@ def recalls(request, username):
             search = gather(user=target, query=query[:2000], policy=policy or None, now=timezone.now())
         except UnknownPolicyError as exc:
             error = str(exc)
+    found, standing = search_listing(search.items) if search else ([], [])
     context = {"traces": _page(traces(user=target), request, per_page=TRACES_PER_PAGE), "q": query,
-               "search": search, "error": error, "policy": policy,
+               "search": search, "error": error, "policy": policy, "standing": standing,
+               "results": Paginator(found, RESULTS_PER_PAGE).get_page(_int(request.GET.get("rpage"), 1)),
                "policies": [(name, get_policy(name).title) for name in policy_names()]}
     return _render(request, "inspector/recalls.html", target, "recalls", context,
                    partial="trace-list" if request.GET.get("part") == "list" else None)
