@@ -37,8 +37,8 @@ def replay_view(*, user, step: int) -> ReplayView:
     latest = sorted(state.mtm.values(), key=lambda seg: (seg.id not in touched, -seg.last_access.timestamp()))
     keep = {seg.id for seg in latest[:REPLAY_SEGMENTS]}
     segments = [seg for sid, seg in state.mtm.items() if sid in keep]
-    texts = {str(p.id): p.query[:90] for p in DialoguePage.objects.filter(user=user, id__in=uuids(state.stm))
-             .only("id", "query")}
+    stored = DialoguePage.objects.filter(user=user, id__in=uuids(state.stm)).only("id", "query", "utterances")
+    texts = {str(p.id): _without_speaker(p)[:90] for p in stored}
     names = segment_names(user=user)
     labels = {sid: segment_label_of(names, sid) for sid in keep if sid in names}
     return ReplayView(step=state.applied, total=len(replay), state=state, event=event, page_text=texts,
@@ -55,9 +55,18 @@ def _drop_deleted(state, applied: list[EventRecord]) -> None:
     state.stm = [pid for pid in state.stm if ("page", pid) not in gone]
     for sid in [sid for sid in state.mtm if ("segment", sid) in gone]:
         state.mtm.pop(sid)
-    for sid, segment in state.mtm.items():
+    for segment in state.mtm.values():
         segment.pages = [pid for pid in segment.pages if ("page", pid) not in gone]
     for fid in [fid for fid in state.facts if ("fact", fid) in gone]:
         state.facts.pop(fid)
     for aid in [aid for aid in state.agent_traits if ("agent_trait", aid) in gone]:
         state.agent_traits.pop(aid)
+
+
+def _without_speaker(page) -> str:
+    """An imported page's words without the "Maya: " its transcript starts them with."""
+    speakers = {str(u.get("speaker", "")) for u in page.utterances or () if isinstance(u, dict)} - {""}
+    for name in speakers:
+        if page.query.startswith(f"{name}: "):
+            return page.query[len(name) + 2:]
+    return page.query
