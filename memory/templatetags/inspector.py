@@ -30,6 +30,16 @@ def operator_verb(kind: str) -> str:
     return OPERATOR_VERBS.get(kind, kind.replace("_", " "))
 
 
+KIND_LABELS = {"kb_fact": "fact", "agent_trait": "assistant note", "user_trait": "trait", "stm_page": "recent turn",
+               "mtm_page": "mid-term page", "turn": "said earlier", "profile": "profile"}
+
+
+@register.filter
+def kind_label(kind: str) -> str:
+    """A recalled item's kind as people read it ("kb_fact" -> "fact")."""
+    return KIND_LABELS.get(kind, kind.replace("_", " "))
+
+
 @register.filter
 def split(text: str) -> list[str]:
     return text.split()

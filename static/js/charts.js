@@ -71,7 +71,7 @@
       const figure = JSON.parse(source.textContent);
       el.dataset.drawn = "1";
       const title = figure.layout && figure.layout.title && figure.layout.title.text;
-      el.setAttribute("role", "img");
+      el.setAttribute("role", "figure");
       el.setAttribute("aria-label", `${title || "A chart"}: its data is in the table under it.`);
       Plotly.newPlot(el, figure.data || [], figure.layout || {}, CONFIG).then(function () {
         table(el, figure);

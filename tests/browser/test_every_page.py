@@ -165,3 +165,94 @@ def test_every_page_fits_and_passes_axe(demo_server, browser, seeded, width):
     assert not problems, "\n".join(problems)
     if axe is None:
         pytest.skip(f"layout checked; accessibility not checked: {missing}")
+
+
+# --- the findings, each where it could fail (after the page checks: these change the demo's memory) ---
+
+def signed_in_page(browser, seeded, width: int = 1280):
+    context = browser.new_context(viewport={"width": width, "height": HEIGHT}, storage_state=seeded["state"])
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return context, page, errors
+
+
+def test_the_pages_read_as_their_content(demo_server, browser, seeded):
+    """Segment names are distinctive words, never fragments; the search's first answer is the fact
+    that answers; the 404 page is the site's own."""
+    context, page, errors = signed_in_page(browser, seeded)
+    names, chips = [], set()
+    for number in (1, 2):  # the demo's 30 segments, 25 a page
+        page.goto(f"{demo_server.url}/inspector/demo/mtm/?status=&page={number}")
+        names += page.locator("#segment-table .seg-name").all_inner_texts()
+        chips |= {chip.lower() for chip in page.locator("#segment-table .kw").all_inner_texts()}
+    assert names and all(name != "(no keywords)" for name in names)
+    # The demo's stored keywords hold "es", cut out of "Guimarães" by the keyword tokenizer: a fragment.
+    assert len(names) == 30 and chips and "es" not in chips
+    assert any(name.split(", ") != sorted(name.split(", "), key=str.lower) for name in names)  # not alphabetical
+    page.goto(f"{demo_server.url}{seeded['signed_in']['recalls']}")
+    first = page.locator(".search-result > ol.recalled > .item").first.inner_text()
+    assert "cat named Moss" in first, first
+    assert page.locator(".search-result > ol.recalled > .item").count() == 10  # paged: 10 of 47
+    page.goto(f"{demo_server.url}/no-such-page/")
+    assert page.locator("h1").inner_text() == "Nothing here" and page.locator("nav.topnav").count()
+    assert not errors, errors
+    context.close()
+
+
+def test_the_chat_follows_a_reply_sent_right_after_loading(demo_server, browser, seeded):
+    from tests.browser.test_chat_e2e import send
+
+    context, page, errors = signed_in_page(browser, seeded)
+    page.goto(f"{demo_server.url}/")
+    page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
+    send(page, "Does Moss still sit on the keyboard?", page.locator('.turn[data-state="done"]').count())
+    at_end = ("() => { const t = document.getElementById('transcript');"
+              " return t.scrollHeight - t.scrollTop - t.clientHeight < 4; }")
+    page.wait_for_function(at_end, timeout=5_000)
+    assert page.locator(".jump-latest").is_hidden()
+    page.evaluate("() => { document.getElementById('transcript').scrollTop = 0; }")
+    page.locator(".jump-latest").wait_for(state="visible")
+    page.locator(".jump-latest").click()
+    page.wait_for_function(at_end, timeout=5_000)
+    bubbles = page.locator(".turn .bubble.query").all_inner_texts()
+    assert not any(text.startswith("Maya: ") for text in bubbles)  # the speaker is not repeated inside
+    # The reply's "What I remembered" and its stored trace: the pages only a turn makes, checked too.
+    last = page.locator("article.turn").last
+    last.locator("details.recall summary").click()
+    last.locator(".recall-body .recall-section").first.wait_for(timeout=30_000)
+    axe, _ = axe_script()
+    problems = [f"recall panel: {p}" for p in page.evaluate(OVERFLOW)]
+    if axe is not None:
+        page.add_script_tag(path=str(axe))
+        problems += [f"recall panel: {v}" for v in page.evaluate(AXE_RUN)]
+    page.goto(f"{demo_server.url}/inspector/demo/recalls/")
+    trace = page.locator("#trace-list tbody a").first.get_attribute("href")
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": HEIGHT})
+        problems += open_and_check(page, f"{demo_server.url}{trace}", f"trace at {width}", axe)
+    assert not problems, "\n".join(problems)
+    assert not errors, errors
+    context.close()
+
+
+def test_an_operators_correction_shows_at_once_and_the_audit_trail_names_it(demo_server, browser, seeded):
+    context, page, errors = signed_in_page(browser, seeded)
+    page.goto(f"{demo_server.url}/inspector/demo/lpm/")
+    fact = page.locator("ol.facts li", has=page.locator("a", has_text="grey cat named Moss")).first
+    with page.expect_response(lambda r: r.request.method == "POST" and "/pin/" in r.url):
+        fact.locator("button[data-action=pin]").click()
+    fact.locator("button[data-action=correct]").click()
+    form = page.locator("form.correct-form")
+    form.locator("textarea[name=text]").fill("User has a grey cat named Moss, who is nine")
+    form.locator("input[name=reason]").fill("she told me his age")
+    with page.expect_navigation():  # the page reloads: every place the old text showed is current
+        form.locator("button.action", has_text="Save as version").click()
+    assert "version 2 is what is remembered now" in page.locator(".messages").inner_text()
+    assert page.locator("ol.facts a", has_text="who is nine").count() == 1
+    page.goto(f"{demo_server.url}/inspector/demo/events/?group=edits")
+    trail = page.locator("#event-list").inner_text()
+    assert "demo corrected fact “User has a grey cat named Moss, who is nine”" in trail
+    assert "why: “she told me his age”" in trail and "demo pinned fact" in trail
+    assert not errors, errors
+    context.close()
