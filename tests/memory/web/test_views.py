@@ -311,3 +311,23 @@ def test_recall_panel_leads_with_why_in_words_and_explains_every_score(ana_clien
         assert f"<dt>{label}</dt>" in legend, label
     assert "N_visit + L_interaction + exp(−Δt/μ)" in legend and "τ = 5" in legend
     assert 'title="Words: the BM25 keyword score' in html  # each number has its explanation on hover
+
+
+@pytest.mark.django_db
+def test_a_trace_shows_a_zero_score_as_zero_not_as_missing(ana_client):
+    """The trace page printed "—" for every score that was 0.0 (a template default on a falsy value)."""
+    import uuid
+
+    from django.utils import timezone
+
+    from memory.models import PageStatus, RetrievalTrace
+
+    user, client = ana_client
+    page = DialoguePage.objects.create(user=user, seq=1, query="Hello?", response="Hi.",
+                                       status=PageStatus.COMPLETE, timestamp=timezone.now())
+    trace = RetrievalTrace.objects.create(user=user, page=page, query=page.query, payload={
+        "segments": [{"id": str(uuid.uuid4()), "summary": "a topic", "relevance": 0.0, "jaccard": 0.0,
+                      "fscore": 0.0, "heat_before": 0.0, "chosen": False}]})
+    html = client.get(f"/inspector/{user.username}/recalls/{trace.id}/").content.decode()
+    row = html.split("a topic</a>")[1].split("</tr>")[0]
+    assert "—" not in row and row.count(">0.0<") == 4
