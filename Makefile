@@ -20,7 +20,7 @@ install: $(STAMP)
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
 		|| echo "warning: could not install chromium; the browser tests will be skipped"
 	@# axe-core (npm) for the accessibility checks of tests/browser/test_every_page.py, into node_modules/.
-	@test -f node_modules/axe-core/axe.min.js || { command -v npm >/dev/null && npm install --no-save --no-package-lock \
+	@test -f node_modules/axe-core/axe.min.js || { command -v npm >/dev/null && npm install --prefix . --no-save --no-package-lock \
 		--no-audit --no-fund -q axe-core; } || echo "warning: could not install axe-core; the accessibility checks will be skipped"
 
 run: install

@@ -64,8 +64,11 @@ def axe_script() -> tuple[Path | None, str]:
     npm = shutil.which("npm")
     if npm is None:
         return None, "axe-core is not installed (node_modules/axe-core) and npm is not available to install it"
-    done = subprocess.run([npm, "install", "--no-save", "--no-package-lock", "--no-audit", "--no-fund", "axe-core"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180)
+    try:
+        done = subprocess.run([npm, "install", "--prefix", str(ROOT), "--no-save", "--no-package-lock", "--no-audit",
+                               "--no-fund", "axe-core"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        return None, "`npm install axe-core` took more than 3 minutes (no registry to reach?)"
     if AXE.exists():
         return AXE, ""
     return None, f"`npm install axe-core` failed: {(done.stderr or done.stdout)[-400:]}"

@@ -45,6 +45,7 @@ def test_every_inspector_page_draws_its_figures_without_errors(demo_server, brow
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     sign_in(page, demo_server)
+    page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)  # a send before it is refused
     send(page, "What do you remember about my training plan?", 0)  # a trace to inspect
     base = f"{demo_server.url}/inspector/demo"
     expected_figures = {"": ["tiers-figure", "decay-figure"], "mtm/": ["heat-figure", "membership-figure"],
