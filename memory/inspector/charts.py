@@ -92,8 +92,8 @@ def heat_figure(history: HeatHistory, *, labels: Mapping[str, str], threshold: f
     the promotion threshold τ and the eviction cut; hover shows the three terms. Bottom: the
     recency term exp(−Δt/μ) alone over the user's time span."""
     figure = make_subplots(rows=2, cols=1, row_heights=[0.68, 0.32], vertical_spacing=0.24,
-                           subplot_titles=("Heat = α·N_visit + β·L_interaction + γ·exp(−Δt/μ)",
-                                           f"Recency term exp(−Δt/μ), μ = {mu_seconds:,.0f} s"))
+                           # short: a phone's width shows them whole (the page states the formula)
+                           subplot_titles=("Heat", f"Recency exp(−Δt/μ), μ = {mu_seconds:,.0f} s"))
     ranked = sorted(history.series.items(), key=lambda item: -max(p.heat for p in item[1]))
     for sid, points in ranked[:MAX_SEGMENT_LINES]:
         shown = _thin(points, MAX_POINTS_PER_LINE)
