@@ -94,6 +94,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryos_site.middleware.ApiBodyLimitMiddleware",
+    "memoryos_site.middleware.TextCheckMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it turns a lockout into its page
 ]
 
