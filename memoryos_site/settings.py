@@ -323,6 +323,12 @@ OPENAI_FIRST_TOKEN_TIMEOUT = env_float("OPENAI_FIRST_TOKEN_TIMEOUT", 10.0)
 LLM_BREAKER_FAILURES = env_int("MEMORYOS_LLM_BREAKER_FAILURES", 3)
 LLM_BREAKER_COOL_OFF_S = env_float("MEMORYOS_LLM_BREAKER_COOL_OFF_S", 60.0)
 REPLY_MAX_TOKENS = env_int("MEMORYOS_REPLY_MAX_TOKENS", 1024)
+# ...and after this many characters, whatever the size of the model's tokens (a websocket frame
+# carries at most 1 MiB; 4,000-character tokens made a 4 MB reply); a reply still streaming this
+# many seconds after it was asked for is cut: that counts as the model's failure for the breaker,
+# and the offline engine replies.
+REPLY_MAX_CHARS = env_int("MEMORYOS_REPLY_MAX_CHARS", 16_000)
+REPLY_MAX_SECONDS = env_float("MEMORYOS_REPLY_MAX_SECONDS", 60.0)
 # The LLM is used only when an endpoint is configured; otherwise the offline engine answers.
 LLM_ENABLED = bool(OPENAI_API_KEY or OPENAI_BASE_URL)
 
@@ -335,7 +341,8 @@ MEMORYOS_CHAT = {
     "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
     # How long a reply's store may wait behind messages that came after it (memory/services/chat.py).
     "STORE_DEFER_S": env_float("MEMORYOS_CHAT_STORE_DEFER_S", 2.0),
-    # Threads that stream replies: they mostly wait on the model, apart from the turn workers.
+    # Threads that stream replies: they mostly wait on the model, apart from the turn workers. A
+    # turn that finds every one busy (slow models) gets the offline engine's reply at once.
     "REPLY_WORKERS": env_int("MEMORYOS_CHAT_REPLY_WORKERS", 32),
     "HISTORY_LIMIT": env_int("MEMORYOS_CHAT_HISTORY_LIMIT", 200),
     # With Redis every server process draws a user's frames from one bucket kept there (a

@@ -23,6 +23,7 @@ import functools
 import heapq
 import itertools
 import logging
+import threading
 import time
 import uuid
 import weakref
@@ -124,6 +125,28 @@ def _turn_executor() -> ThreadPoolExecutor:
 @functools.cache
 def _reply_executor() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=settings.MEMORYOS_CHAT["REPLY_WORKERS"], thread_name_prefix="chat-reply")
+
+
+@functools.cache
+def _reply_places() -> threading.BoundedSemaphore:
+    """One place for each reply worker: a turn that finds none free is not queued behind slow models."""
+    return threading.BoundedSemaphore(settings.MEMORYOS_CHAT["REPLY_WORKERS"])
+
+
+REPLY_WORKERS_BUSY = "every reply worker is busy with a slow model"
+
+
+async def _reply(prepared: PreparedTurn, on_token: Callable[[str], None]) -> GeneratedReply:
+    """The reply on a reply worker; when every one is taken (the model is slow for everyone), the
+    offline engine's reply at once, on a thread of the loop's default pool (it needs no model)."""
+    places = _reply_places()
+    if not places.acquire(blocking=False):
+        log.warning("event=reply_workers_busy user=%s", prepared.user.pk)
+        return await asyncio.to_thread(turn_reply, turn=prepared, on_token=on_token, offline_reason=REPLY_WORKERS_BUSY)
+    try:
+        return await _on(_reply_executor(), turn_reply, keep=False)(turn=prepared, on_token=on_token)
+    finally:
+        places.release()
 
 
 def _on(executor: ThreadPoolExecutor, function: Callable[..., Any], *, keep: bool = True) -> Callable[..., Any]:
@@ -247,8 +270,7 @@ async def _phases(turn: ChatTurn, tokens: asyncio.Queue) -> dict[str, Any]:
     try:
         slots = _turn_slots()
         prepared = await slots.run(_turn_prepare, store=False, turn=turn)
-        generated = await _on(_reply_executor(), turn_reply, keep=False)(
-            turn=prepared, on_token=_threadsafe_put(asyncio.get_running_loop(), tokens))
+        generated = await _reply(prepared, _threadsafe_put(asyncio.get_running_loop(), tokens))
         frame = await slots.run(_turn_finish, store=True, turn=prepared, generated=generated)
         frame["turn_id"] = turn.turn_id
     except MemoryInputError as exc:
