@@ -19,6 +19,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle
 
+from memory.adapters.file_reader import FileReadersBusy
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.web.api import router as memory_router
 from memory.web.api_auth import ApiError, BrowserSessionAuth, TokenAuth
@@ -86,6 +87,13 @@ def request_parse_refused(request, exc: SuspiciousOperation):
     if isinstance(exc, RequestDataTooBig):
         return error(request, 413, "body_too_large", str(exc))
     return error(request, 400, "invalid_upload", str(exc))
+
+
+@api.exception_handler(FileReadersBusy)
+def file_readers_busy(request, exc: FileReadersBusy):
+    response = error(request, 503, "busy", str(exc), {"retry_after": math.ceil(exc.retry_after)})
+    response["Retry-After"] = str(math.ceil(exc.retry_after))
+    return response
 
 
 @api.exception_handler(AuthenticationError)

@@ -278,6 +278,10 @@ MEMORYOS = {
     "FILE_READ_SECONDS": env_float("MEMORYOS_FILE_READ_SECONDS", 10.0),
     "FILE_READ_MEMORY_BYTES": env_int("MEMORYOS_FILE_READ_MEMORY_BYTES", 512 * 1024 * 1024),
     "FILE_READ_OVER_TIME": env("MEMORYOS_FILE_READ_OVER_TIME", "keep"),
+    # At most this many PDF readers at once in a server process; an upload past them waits this
+    # long for a place, then gets 503 with Retry-After.
+    "FILE_READERS": env_int("MEMORYOS_FILE_READERS", 2),
+    "FILE_READERS_WAIT_S": env_float("MEMORYOS_FILE_READERS_WAIT_S", 2.0),
     "MAX_IMAGE_PIXELS": env_int("MEMORYOS_MAX_IMAGE_PIXELS", 89_478_485),
     # The work after a reply yields to replies (memory/services/after_reply.py). "thread": a
     # low-priority lane in this process, run while no reply is under way (the default on one

@@ -74,7 +74,7 @@ def read_budget() -> ReadBudget:
         raise ImproperlyConfigured(f"MEMORYOS_FILE_READ_OVER_TIME is {over_time!r}; it may be "
                                    f"{' or '.join(OVER_TIME_CHOICES)}.")
     return ReadBudget(seconds=limits["FILE_READ_SECONDS"], memory_bytes=limits["FILE_READ_MEMORY_BYTES"],
-                      over_time=over_time)
+                      over_time=over_time, readers=limits["FILE_READERS"], wait_seconds=limits["FILE_READERS_WAIT_S"])
 
 
 def file_prepare(*, name: str, data: bytes, declared_type: str = "") -> PreparedFile:

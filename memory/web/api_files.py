@@ -15,7 +15,7 @@ from memory.services.files import file_delete, file_of, file_open, file_upload
 from memory.web.api import ERRORS, file_out
 from memory.web.api_auth import ApiError, caller_of
 from memory.web.pagination import Pages
-from memory.web.schemas import FileOut
+from memory.web.schemas import ErrorOut, FileOut
 
 router = Router(tags=["files"])
 def _found(user, cid: str):
@@ -25,7 +25,7 @@ def _found(user, cid: str):
     return row
 
 
-@router.post("/files", response={200: FileOut, **ERRORS})
+@router.post("/files", response={200: FileOut, **ERRORS, 503: ErrorOut})
 def upload_file(request, file: File[UploadedFile], user: str | None = None):
     """Upload a file (multipart field `file`: text, PDF or an image, at most MEMORYOS_MAX_FILE_BYTES)
     for a turn to carry: send its `cid` in the turn's `files`. The same content is stored once."""
