@@ -9,6 +9,7 @@ is JSON {"code", "message", "detail"} with its HTTP status.
 
 from __future__ import annotations
 
+import logging
 import math
 
 from django.conf import settings
@@ -29,6 +30,7 @@ from memory.web.api_memories import router as memories_router
 from memory.web.api_sonas import router as sonas_router
 from memory.web.api_supersessions import router as supersessions_router
 
+log = logging.getLogger(__name__)
 api = NinjaAPI(
     title="MemoryOS", version="1",
     description="A memory operating system for chat assistants: turns, memories (list, search, correct, pin, "
@@ -107,6 +109,15 @@ def authentication_error(request, exc: AuthenticationError):
 @api.exception_handler(Http404)
 def not_found(request, exc: Http404):
     return error(request, 404, "not_found", str(exc) or "Not found.")
+
+
+@api.exception_handler(Exception)
+def server_error(request, exc: Exception):
+    """Anything else: the documented JSON error with 500, never Django's HTML page; the traceback
+    goes to the log, not to the caller."""
+    log.error("event=api_server_error path=%s", request.path, exc_info=exc)
+    return error(request, 500, "internal", "The server failed to answer this request; it is logged. "
+                 "Please try again later.")
 
 
 @api.exception_handler(HttpError)

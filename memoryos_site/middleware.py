@@ -29,10 +29,25 @@ class ApiBodyLimitMiddleware:
                 declared = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 declared = 0
+            if upload and not declared and not _measured_upload(request, limit):
+                declared = limit + 1
             if declared > limit or (not upload and len(request.body) > limit):
                 return JsonResponse({"code": "body_too_large", "message": f"The request body is over {limit} bytes.",
                                      "detail": {"limit": limit}}, status=413)
         return self.get_response(request)
+
+
+def _measured_upload(request, limit: int) -> bool:
+    """An upload sent without its length (chunked): False when it is over `limit`; else its body is
+    read (at most the limit: an ASGI server has it spooled already) and its length declared, which
+    Django's multipart parser needs (it took a body without one for an empty form: "file field
+    required", 422)."""
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        return False
+    request._body = body  # Django's own cache of the body, which its parsers read from
+    request.META["CONTENT_LENGTH"] = str(len(body))
+    return True
 
 
 # A JSON body can only carry NUL or a surrogate as an escape (raw, the one is no JSON and the other

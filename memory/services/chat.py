@@ -43,6 +43,7 @@ from memory.models import Sona
 from memory.selectors.files import attached_files
 from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
+from memory.services.files import files_for_turn
 from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
 from memory.services.users import DEFAULT_SONA_NAME, sona_get_or_create
@@ -74,6 +75,8 @@ def chat_turn_accept(*, user_id: int, message: object, files: object = None, son
     """Check a chat message (the sona by its id, looked up among this user's sonas only);
     MemoryInputError (UnknownSona for the sona) says what is wrong, and nothing is stored."""
     checked = turn_input_parse(message=message, files=files, sona=sona)
+    if checked.files:  # another user's file, or none at all, is refused before the turn is shown
+        files_for_turn(user=get_user_model()(pk=user_id), cids=checked.files)
     if checked.sona is None:
         # A new user's default sona is made by the turn, on a turn worker (it embeds its name):
         # this runs on the one thread every socket's database calls share.

@@ -61,6 +61,9 @@ def test_an_error_answer_carries_no_traceback(make_user, monkeypatch):
     response = client.get("/api/memory/sonas")
     assert response.status_code == 500
     assert b"secret detail" not in response.content and b"Traceback" not in response.content
+    # The documented JSON error, not Django's HTML page (issue 35, finding 9).
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["code"] == "internal" and set(response.json()) == {"code", "message", "detail"}
 
 
 @pytest.mark.django_db
