@@ -299,6 +299,9 @@ MEMORYOS = {
     # stopped (a live turn ends within the LLM's timeout and retries); maintenance completes it
     # without a reply so that the user's words still enter memory.
     "PENDING_TIMEOUT_S": env_float("MEMORYOS_PENDING_TIMEOUT_S", 900.0),
+    # ...unless the server process that holds it beats (memory/services/turn_holders.py): a page
+    # whose process has not been seen alive for this long is completed at once.
+    "PROCESS_DEAD_S": env_float("MEMORYOS_PROCESS_DEAD_S", 20.0),
 }
 # A server (memoryos_site/asgi.py) loads the embedder and the vector index as it starts, not on
 # the first turn.
@@ -307,6 +310,8 @@ MEMORYOS_WARMUP = env_bool("MEMORYOS_WARMUP", True)
 # as it starts and then every so often, in the background, unless MAINTENANCE_MODE is "off".
 MEMORYOS_DUE_WORK = env_bool("MEMORYOS_DUE_WORK", True)
 MEMORYOS_DUE_WORK_INTERVAL_S = env_float("MEMORYOS_DUE_WORK_INTERVAL_S", 60.0)
+# ...and beats this often (its process is alive), resuming at each beat the turns of processes that stopped.
+MEMORYOS_DUE_WORK_HEARTBEAT_S = env_float("MEMORYOS_DUE_WORK_HEARTBEAT_S", 5.0)
 QDRANT_URL = env("QDRANT_URL")
 QDRANT_API_KEY = env("QDRANT_API_KEY") or None
 QDRANT_COLLECTION = env("QDRANT_COLLECTION", "memoryos")
