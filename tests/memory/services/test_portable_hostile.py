@@ -119,7 +119,7 @@ HOSTILE: dict[str, tuple[Callable, str]] = {
                                         "state record #0: next_seq is 9223372036854775807; a memory holds 1 to"),
     "a page seq past any memory": (with_record("page", seq=2**62), "page record #0: seq is 4611686018427387904"),
     "a page seq below one": (with_record("page", seq=-3), "page record #0: seq is -3; a memory holds 1 to"),
-    "a page version past any counter": (with_record("page", version=2**40), "page record #0: version is"),
+    "a page version past any counter": (with_record("page", version=2**40), "page record #0: version"),
     "a file larger than any file": (with_record("file", size=2**50), "file record #0: size is 1125899906842624"),
     "a page from the future": (with_record("page", timestamp="2999-01-01T00:00:00+00:00"),
                                "page record #0: timestamp is 2999-01-01T00:00:00+00:00, in the future"),
