@@ -363,6 +363,7 @@ class LifecycleEvent(models.Model):
         RECOLLECTED = "recollected", "recollection stored (Exocortex)"
         FILE_ATTACHED = "file_attached", "a file attached to a turn"
         MEMORY_IMPORTED = "memory_imported", "memory imported from an archive"
+        HISTORY_IMPORTED = "history_imported", "chat history imported (ChatGPT, Claude, a transcript)"
         FACT_SUPERSEDED = "fact_superseded", "KB fact superseded by a newer one"
         SUPERSESSION_OPENED = "supersession_opened", "possible change of a fact waiting for review"
         SUPERSESSION_REJECTED = "supersession_rejected", "an operator kept both facts current"
