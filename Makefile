@@ -19,6 +19,9 @@ install: $(STAMP)
 	@# Browser tests drive Debian's Chromium through Playwright (`playwright install` cannot download here).
 	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
 		|| echo "warning: could not install chromium; the browser tests will be skipped"
+	@# axe-core (npm) for the accessibility checks of tests/browser/test_every_page.py, into node_modules/.
+	@test -f node_modules/axe-core/axe.min.js || { command -v npm >/dev/null && npm install --prefix . --no-save --no-package-lock \
+		--no-audit --no-fund -q axe-core; } || echo "warning: could not install axe-core; the accessibility checks will be skipped"
 
 run: install
 	$(BIN)/python manage.py migrate --noinput

@@ -24,6 +24,7 @@ from memory.models import (
     Recollection,
     RetrievalTrace,
     Segment,
+    ServerProcess,
     Sona,
     SonaMembership,
     UserMemoryState,
@@ -163,6 +164,14 @@ class UserMemoryStateAdmin(ReadOnlyAdmin):
                     "short_term_minutes", "long_term_threshold")
     list_filter = ("maintenance_due",)
     search_fields = ("user__username", "last_error")
+
+
+@admin.register(ServerProcess)
+class ServerProcessAdmin(ReadOnlyAdmin):
+    """The server processes that hold live turns, and when each was last seen alive."""
+
+    list_display = ("id", "host", "pid", "started_at", "seen_at")
+    search_fields = ("host",)
 
 
 @admin.register(Recollection)

@@ -145,6 +145,20 @@ class Segment(models.Model):
         )
 
 
+class ServerProcess(models.Model):
+    """A server process that runs turns, and when it was last seen alive (memory/services/turn_holders.py):
+    a page awaiting its reply belongs to its process while that process beats."""
+
+    id = models.UUIDField(primary_key=True)
+    host = models.CharField(max_length=255, blank=True, default="")
+    pid = models.IntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"process {self.pid} on {self.host}"
+
+
 class DialoguePage(models.Model):
     """One turn: the user's query, the assistant's response, when it happened."""
 
@@ -181,6 +195,9 @@ class DialoguePage(models.Model):
     # The text of the files attached to the turn ("[name] text", cut to ATTACHMENT_INDEX_CHARS):
     # indexed and recalled with the page (memory/services/files.py).
     attachment_text = models.TextField(blank=True, default="")
+    # The ServerProcess whose turn stored it while awaiting its reply (none: a command's, or an older
+    # page's; those wait for PENDING_TIMEOUT_S): a page whose process stopped beating is resumed.
+    held_by = models.UUIDField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "seq"], name="uniq_page_seq_per_user")]
@@ -346,6 +363,7 @@ class LifecycleEvent(models.Model):
         RECOLLECTED = "recollected", "recollection stored (Exocortex)"
         FILE_ATTACHED = "file_attached", "a file attached to a turn"
         MEMORY_IMPORTED = "memory_imported", "memory imported from an archive"
+        HISTORY_IMPORTED = "history_imported", "chat history imported (ChatGPT, Claude, a transcript)"
         FACT_SUPERSEDED = "fact_superseded", "KB fact superseded by a newer one"
         SUPERSESSION_OPENED = "supersession_opened", "possible change of a fact waiting for review"
         SUPERSESSION_REJECTED = "supersession_rejected", "an operator kept both facts current"

@@ -9,6 +9,7 @@ is JSON {"code", "message", "detail"} with its HTTP status.
 
 from __future__ import annotations
 
+import logging
 import math
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.throttling import AnonRateThrottle, AuthRateThrottle
 
+from memory.adapters.file_reader import FileReadersBusy
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.web.api import router as memory_router
 from memory.web.api_auth import ApiError, BrowserSessionAuth, TokenAuth
@@ -28,6 +30,7 @@ from memory.web.api_memories import router as memories_router
 from memory.web.api_sonas import router as sonas_router
 from memory.web.api_supersessions import router as supersessions_router
 
+log = logging.getLogger(__name__)
 api = NinjaAPI(
     title="MemoryOS", version="1",
     description="A memory operating system for chat assistants: turns, memories (list, search, correct, pin, "
@@ -88,6 +91,13 @@ def request_parse_refused(request, exc: SuspiciousOperation):
     return error(request, 400, "invalid_upload", str(exc))
 
 
+@api.exception_handler(FileReadersBusy)
+def file_readers_busy(request, exc: FileReadersBusy):
+    response = error(request, 503, "busy", str(exc), {"retry_after": math.ceil(exc.retry_after)})
+    response["Retry-After"] = str(math.ceil(exc.retry_after))
+    return response
+
+
 @api.exception_handler(AuthenticationError)
 def authentication_error(request, exc: AuthenticationError):
     if request.headers.get("Authorization"):
@@ -99,6 +109,15 @@ def authentication_error(request, exc: AuthenticationError):
 @api.exception_handler(Http404)
 def not_found(request, exc: Http404):
     return error(request, 404, "not_found", str(exc) or "Not found.")
+
+
+@api.exception_handler(Exception)
+def server_error(request, exc: Exception):
+    """Anything else: the documented JSON error with 500, never Django's HTML page; the traceback
+    goes to the log, not to the caller."""
+    log.error("event=api_server_error path=%s", request.path, exc_info=exc)
+    return error(request, 500, "internal", "The server failed to answer this request; it is logged. "
+                 "Please try again later.")
 
 
 @api.exception_handler(HttpError)

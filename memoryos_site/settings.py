@@ -94,6 +94,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryos_site.middleware.ApiBodyLimitMiddleware",
+    "memoryos_site.middleware.TextCheckMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it turns a lockout into its page
 ]
 
@@ -277,6 +278,10 @@ MEMORYOS = {
     "FILE_READ_SECONDS": env_float("MEMORYOS_FILE_READ_SECONDS", 10.0),
     "FILE_READ_MEMORY_BYTES": env_int("MEMORYOS_FILE_READ_MEMORY_BYTES", 512 * 1024 * 1024),
     "FILE_READ_OVER_TIME": env("MEMORYOS_FILE_READ_OVER_TIME", "keep"),
+    # At most this many PDF readers at once in a server process; an upload past them waits this
+    # long for a place, then gets 503 with Retry-After.
+    "FILE_READERS": env_int("MEMORYOS_FILE_READERS", 2),
+    "FILE_READERS_WAIT_S": env_float("MEMORYOS_FILE_READERS_WAIT_S", 2.0),
     "MAX_IMAGE_PIXELS": env_int("MEMORYOS_MAX_IMAGE_PIXELS", 89_478_485),
     # The work after a reply yields to replies (memory/services/after_reply.py). "thread": a
     # low-priority lane in this process, run while no reply is under way (the default on one
@@ -294,6 +299,9 @@ MEMORYOS = {
     # stopped (a live turn ends within the LLM's timeout and retries); maintenance completes it
     # without a reply so that the user's words still enter memory.
     "PENDING_TIMEOUT_S": env_float("MEMORYOS_PENDING_TIMEOUT_S", 900.0),
+    # ...unless the server process that holds it beats (memory/services/turn_holders.py): a page
+    # whose process has not been seen alive for this long is completed at once.
+    "PROCESS_DEAD_S": env_float("MEMORYOS_PROCESS_DEAD_S", 20.0),
 }
 # A server (memoryos_site/asgi.py) loads the embedder and the vector index as it starts, not on
 # the first turn.
@@ -302,6 +310,8 @@ MEMORYOS_WARMUP = env_bool("MEMORYOS_WARMUP", True)
 # as it starts and then every so often, in the background, unless MAINTENANCE_MODE is "off".
 MEMORYOS_DUE_WORK = env_bool("MEMORYOS_DUE_WORK", True)
 MEMORYOS_DUE_WORK_INTERVAL_S = env_float("MEMORYOS_DUE_WORK_INTERVAL_S", 60.0)
+# ...and beats this often (its process is alive), resuming at each beat the turns of processes that stopped.
+MEMORYOS_DUE_WORK_HEARTBEAT_S = env_float("MEMORYOS_DUE_WORK_HEARTBEAT_S", 5.0)
 QDRANT_URL = env("QDRANT_URL")
 QDRANT_API_KEY = env("QDRANT_API_KEY") or None
 QDRANT_COLLECTION = env("QDRANT_COLLECTION", "memoryos")
@@ -322,6 +332,12 @@ OPENAI_FIRST_TOKEN_TIMEOUT = env_float("OPENAI_FIRST_TOKEN_TIMEOUT", 10.0)
 LLM_BREAKER_FAILURES = env_int("MEMORYOS_LLM_BREAKER_FAILURES", 3)
 LLM_BREAKER_COOL_OFF_S = env_float("MEMORYOS_LLM_BREAKER_COOL_OFF_S", 60.0)
 REPLY_MAX_TOKENS = env_int("MEMORYOS_REPLY_MAX_TOKENS", 1024)
+# ...and after this many characters, whatever the size of the model's tokens (a websocket frame
+# carries at most 1 MiB; 4,000-character tokens made a 4 MB reply); a reply still streaming this
+# many seconds after it was asked for is cut: that counts as the model's failure for the breaker,
+# and the offline engine replies.
+REPLY_MAX_CHARS = env_int("MEMORYOS_REPLY_MAX_CHARS", 16_000)
+REPLY_MAX_SECONDS = env_float("MEMORYOS_REPLY_MAX_SECONDS", 60.0)
 # The LLM is used only when an endpoint is configured; otherwise the offline engine answers.
 LLM_ENABLED = bool(OPENAI_API_KEY or OPENAI_BASE_URL)
 
@@ -334,7 +350,8 @@ MEMORYOS_CHAT = {
     "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
     # How long a reply's store may wait behind messages that came after it (memory/services/chat.py).
     "STORE_DEFER_S": env_float("MEMORYOS_CHAT_STORE_DEFER_S", 2.0),
-    # Threads that stream replies: they mostly wait on the model, apart from the turn workers.
+    # Threads that stream replies: they mostly wait on the model, apart from the turn workers. A
+    # turn that finds every one busy (slow models) gets the offline engine's reply at once.
     "REPLY_WORKERS": env_int("MEMORYOS_CHAT_REPLY_WORKERS", 32),
     "HISTORY_LIMIT": env_int("MEMORYOS_CHAT_HISTORY_LIMIT", 200),
     # With Redis every server process draws a user's frames from one bucket kept there (a

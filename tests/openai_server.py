@@ -37,7 +37,12 @@ import pytest
 # cleanly but before the model finished (no finish_reason, no [DONE]). never_stop: a reply that
 # repeats itself until the request's max_tokens (when `honour_max_tokens`) or the model's
 # context (`context_tokens`) is full, then finishes with finish_reason "length".
-Fault = Literal["http_500", "sleep", "hang", "garbage", "drop_stream", "truncate_stream", "never_stop"]
+# stall_after_first: a stream that sends one token, then only SSE keep-alive comments every
+# `keepalive_s` (no read ever times out) until the client hangs up or the server stops.
+# huge_tokens: a stream whose every delta is `huge_token_chars` characters long, as many as the
+# request's max_tokens (4,000 × 1,024: a 4 MB reply).
+Fault = Literal["http_500", "sleep", "hang", "garbage", "drop_stream", "truncate_stream", "never_stop",
+                "stall_after_first", "huge_tokens"]
 
 DEFAULT_REPLY = "Hello from the test server."
 API_KEY = "sk-test-key"
@@ -93,6 +98,9 @@ class OpenAIServer:
     reverse_embedding_order: bool = False
     honour_max_tokens: bool = True  # never_stop: as real servers do; False: a runaway that ignores it
     context_tokens: int = 2000  # never_stop: where a runaway reply ends
+    keepalive_s: float = 0.2  # stall_after_first: between keep-alive comments
+    huge_token_chars: int = 4000  # huge_tokens: each delta's length
+    open_streams: int = 0  # streams being sent now: a client that gave up has closed its own
     host: str = "127.0.0.1"
     port: int = 0
     requests: list[RecordedRequest] = field(default_factory=list)
@@ -254,6 +262,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         pieces = stream_pieces(text)
         self._send_event(chunk({"role": "assistant", "content": ""}, None))
+        if fault in ("stall_after_first", "huge_tokens"):
+            self._misbehaving_stream(chunk, fault)
+            return
         for index, piece in enumerate(pieces):
             if fault == "drop_stream" and index == len(pieces) // 2:
                 self._drop_connection()
@@ -270,6 +281,30 @@ class _Handler(BaseHTTPRequestHandler):
             })
         self._send_chunk(b"data: [DONE]\n\n")
         self._end_chunks()
+
+    def _misbehaving_stream(self, chunk, fault: Fault) -> None:
+        state = self.server.state
+        with state._lock:
+            state.open_streams += 1
+        try:
+            if fault == "stall_after_first":
+                self._send_event(chunk({"content": "Thinking"}, None))
+                while not state._stopping.wait(state.keepalive_s):
+                    self._send_chunk(b": keep-alive\n\n")
+                return
+            body = state.chat_requests()[-1].body
+            for index in range(int(body.get("max_tokens") or state.context_tokens)):
+                if state._stopping.is_set():
+                    return
+                self._send_event(chunk({"content": chr(ord("a") + index % 26) * state.huge_token_chars}, None))
+            self._send_event(chunk({}, "length"))
+            self._send_chunk(b"data: [DONE]\n\n")
+            self._end_chunks()
+        except OSError:  # the client hung up
+            self.close_connection = True
+        finally:
+            with state._lock:
+                state.open_streams -= 1
 
     def _embeddings(self, body: dict[str, Any], fault: Fault | None) -> None:
         state = self.server.state

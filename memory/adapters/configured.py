@@ -91,7 +91,8 @@ def chat_model() -> ChatModel | None:
     return OpenAIChatModel(api_key=settings.OPENAI_API_KEY or "not-needed",
                            base_url=settings.OPENAI_BASE_URL, model=settings.OPENAI_CHAT_MODEL,
                            timeout=settings.OPENAI_TIMEOUT, max_retries=settings.OPENAI_MAX_RETRIES,
-                           first_token_timeout=settings.OPENAI_FIRST_TOKEN_TIMEOUT or None, breaker=breaker)
+                           first_token_timeout=settings.OPENAI_FIRST_TOKEN_TIMEOUT or None, breaker=breaker,
+                           reply_timeout=settings.REPLY_MAX_SECONDS or None)
 
 
 # The warm-up a server starts (memoryos_site/asgi.py): "off" where none was started (commands,

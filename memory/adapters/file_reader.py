@@ -12,6 +12,10 @@ from its stdin and writes one JSON line per event: the PDF opened, each page's t
 read, then the result or why not. Past the time budget it is killed, and the file is kept with
 the text of the pages read so far (`over_time="keep"`) or refused (`"refuse"`). Past its memory
 limit, or any other way of dying, the file is refused.
+
+At most `readers` workers run at once in a process (each costs its start and up to its memory
+budget): an upload past them waits up to `wait_seconds` for one to end, then FileReadersBusy says
+when to try again (the API answers 503 with Retry-After).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from pathlib import Path
 
 from memory.adapters.file_text import PDF, FileText, FileTypeError, file_text, media_type_of, pdf_extraction
@@ -42,6 +48,22 @@ class ReadBudget:
     seconds: float = 10.0  # wall clock for one file, from the worker's start
     memory_bytes: int = 512 * 1024 * 1024  # the worker's address space
     over_time: str = "keep"  # "keep": the text read so far; "refuse"
+    readers: int = 2  # workers at once in this process
+    wait_seconds: float = 2.0  # for a worker's place, past `readers`
+
+
+class FileReadersBusy(Exception):
+    """Every file reader of this process is busy: nothing was read; try again in `retry_after` s."""
+
+    def __init__(self, readers: int, retry_after: float) -> None:
+        super().__init__(f"All {readers} file readers of this server are busy; try the upload again in "
+                         f"{math.ceil(retry_after)} s.")
+        self.retry_after = retry_after
+
+
+@cache
+def _reader_places(readers: int) -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(max(1, readers))
 
 
 @dataclass
@@ -61,6 +83,18 @@ def file_text_within(data: bytes, *, declared_type: str = "", max_chars: int, ma
     when reading it takes longer than the budget."""
     if media_type_of(data) != PDF:
         return file_text(data, declared_type=declared_type, max_chars=max_chars, max_pixels=max_pixels)
+    places = _reader_places(budget.readers)
+    if not places.acquire(timeout=max(0.0, budget.wait_seconds)):
+        log.warning("event=file_readers_busy readers=%s", budget.readers)
+        raise FileReadersBusy(budget.readers, retry_after=max(1.0, budget.seconds))
+    try:
+        return _read_pdf(data, declared_type=declared_type, max_chars=max_chars, max_pixels=max_pixels,
+                         budget=budget)
+    finally:
+        places.release()
+
+
+def _read_pdf(data: bytes, *, declared_type: str, max_chars: int, max_pixels: int, budget: ReadBudget) -> FileText:
     request = {"declared_type": declared_type, "max_chars": max_chars, "max_pixels": max_pixels,
                "memory_bytes": budget.memory_bytes, "cpu_seconds": math.ceil(budget.seconds) + 1}
     started = time.monotonic()

@@ -61,6 +61,9 @@ def media_type_of(data: bytes) -> str | None:
     return _image_type(data)
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def _pdf_text(data: bytes, max_chars: int, on_page: Callable[[int, str | None], None] | None) -> FileText:
     from pypdf import PdfReader
     from pypdf.errors import LimitReachedError, PyPdfError
@@ -73,7 +76,8 @@ def _pdf_text(data: bytes, max_chars: int, on_page: Callable[[int, str | None], 
         parts: list[str] = []
         size = 0
         for page in reader.pages:
-            text = (page.extract_text() or "").strip()
+            # A PDF's text operators may draw NUL or unpaired surrogates, which no database stores.
+            text = _UNSTORABLE.sub("", page.extract_text() or "").strip()
             parts.append(text)
             size += len(text)
             if on_page is not None:

@@ -82,13 +82,17 @@ class OpenAIChatModel:
 
     def __init__(self, *, api_key: str | None, base_url: str | None, model: str,
                  timeout: float = 30.0, max_retries: int = 1, stream_usage: bool = True,
-                 first_token_timeout: float | None = None, breaker: CircuitBreaker | None = None) -> None:
+                 first_token_timeout: float | None = None, breaker: CircuitBreaker | None = None,
+                 reply_timeout: float | None = None) -> None:
         self.name = model
         self._client = openai_client(api_key=api_key, base_url=base_url, timeout=timeout,
                                      max_retries=max_retries)
         # A stream whose first token has not come by then fails at once (the request may still be
         # waiting for the server's headers: `timeout` per read and its retries could take minutes).
         self.first_token_timeout = first_token_timeout
+        # A stream still going this long after it was asked for is cut, however the server stalls
+        # after its first token (keep-alives reset every read timeout): a failure, for the breaker.
+        self.reply_timeout = reply_timeout
         self.breaker = breaker or CircuitBreaker(name=model)
         # Ask streams for a final usage chunk; a server that rejects `stream_options` can be
         # served with stream_usage=False, at the price of uncounted streamed tokens.
@@ -197,16 +201,22 @@ class OpenAIChatModel:
         relay = _StreamRelay()
         threading.Thread(target=self._read_stream, args=(request, cap, relay), daemon=True,
                          name="chat-model-stream").start()
-        deadline = None if self.first_token_timeout is None else time.monotonic() + self.first_token_timeout
+        started = time.monotonic()
+        first = None if self.first_token_timeout is None else started + self.first_token_timeout
+        last = None if self.reply_timeout is None else started + self.reply_timeout
         delivered = 0
         try:
             while True:
-                wait = None if delivered or deadline is None else max(0.0, deadline - time.monotonic())
+                deadline = min((d for d in (None if delivered else first, last) if d is not None), default=None)
+                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
                 try:
                     kind, value = relay.queue.get(timeout=wait)
                 except queue.Empty:
-                    raise self._failed(f"chat model {self.name!r} sent no token within "
-                                       f"{self.first_token_timeout:g} s (first-token timeout)") from None
+                    if not delivered and deadline == first:
+                        raise self._failed(f"chat model {self.name!r} sent no token within "
+                                           f"{self.first_token_timeout:g} s (first-token timeout)") from None
+                    raise self._failed(f"chat model {self.name!r} was still replying after {self.reply_timeout:g} s "
+                                       f"({delivered} deltas): cut at the reply's time cap") from None
                 if kind == "delta":
                     delivered += 1
                     yield value
@@ -217,7 +227,7 @@ class OpenAIChatModel:
                     self.breaker.record_success()
                     return
         finally:
-            relay.cancelled.set()  # the caller stopped early or we gave up: the reader closes the stream
+            relay.cancel()  # the caller stopped early or we gave up: the stream is closed
 
     def _read_stream(self, request: dict[str, Any], cap: int | None, relay: _StreamRelay) -> None:
         """The reader thread: every outcome ends in one "done" or "error" item on the relay."""
@@ -225,6 +235,9 @@ class OpenAIChatModel:
         delivered = 0
         try:
             with self._client.chat.completions.create(**request) as chunks:
+                relay.response = chunks
+                if relay.cancelled.is_set():
+                    return
                 for chunk in chunks:
                     if relay.cancelled.is_set():
                         return  # leaving the `with` closes the connection
@@ -263,9 +276,54 @@ class _StreamRelay:
     def __init__(self) -> None:
         self.queue: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.cancelled = threading.Event()
+        self.response: Any = None  # the open stream, once its headers came
 
     def put(self, kind: str, value: Any) -> None:
         self.queue.put((kind, value))
+
+    def cancel(self) -> None:
+        """Stop listening, and close the connection now: a server that sends only keep-alives would
+        otherwise hold the reader thread and the connection for as long as it likes."""
+        self.cancelled.set()
+        response = self.response
+        if response is not None:
+            try:
+                response.close()
+            except Exception:  # closing from another thread may race the reader's own close
+                log.debug("event=chat_stream_close_failed", exc_info=True)
+
+
+def reply_bounded(tokens: Iterator[str], *, max_chars: int, max_seconds: float | None, model: ChatModel,
+                  clock: Callable[[], float] = time.monotonic) -> Iterator[str]:
+    """`tokens` (a model's stream) up to `max_chars` characters in all, the last token cut to fit, and
+    a ModelError once `max_seconds` have passed: bounds that hold whatever the model sends and
+    whichever ChatModel sends it. A cut for time is recorded as the model's failure on its breaker
+    (the OpenAI adapter cuts a stalled stream itself, at its own reply_timeout). The stream is
+    closed when this stops early."""
+    deadline = None if max_seconds is None else clock() + max_seconds
+    size = 0
+    try:
+        for token in tokens:
+            if deadline is not None and clock() > deadline:
+                message = (f"chat model {model.name!r} was still replying after {max_seconds:g} s: "
+                           "cut at the reply's time cap")
+                breaker = getattr(model, "breaker", None)
+                if breaker is not None:
+                    breaker.record_failure(message)
+                raise ModelError(message)
+            if size + len(token) >= max_chars:
+                log.warning("event=chat_reply_capped model=%s max_chars=%s", model.name, max_chars)
+                breaker = getattr(model, "breaker", None)
+                if breaker is not None:  # a long reply is the model working: a half-open breaker closes
+                    breaker.record_success()
+                yield token[:max_chars - size]
+                return
+            size += len(token)
+            yield token
+    finally:
+        close = getattr(tokens, "close", None)
+        if close is not None:
+            close()
 
 
 # -- structured answers --------------------------------------------------------------------

@@ -12,6 +12,12 @@ timeouts), pages stored, the server's peak RSS.
 
 The per-user rate limit is raised to --messages for the server under test: this measures the
 chat's capacity, not its limiter. Bounded: --timeout seconds for the whole load.
+
+--stalling-model: the same load twice, on an OpenAI-compatible model of tests/openai_server.py
+(in this process): first one that answers (the baseline), then one that sends one token and
+then only keep-alives. Measured on the second: every turn ends within the reply's time cap
+(--reply-cap, MEMORYOS_REPLY_MAX_SECONDS) plus a second, and how many replies the offline engine
+gave (the breaker open, or no reply worker free) and how fast; reply times as ratios to the baseline.
 """
 
 from __future__ import annotations
@@ -48,6 +54,12 @@ def add_arguments(parser) -> None:
                         help="seconds the whole load may take (default 300)")
     parser.add_argument("--turn-timeout", type=float, default=120.0,
                         help="seconds one reply may take before it counts as an error (default 120)")
+    parser.add_argument("--stalling-model", action="store_true",
+                        help="a baseline on a model that answers, then a model that sends one token and stalls")
+    parser.add_argument("--reply-cap", type=float, default=5.0,
+                        help="with --stalling-model: MEMORYOS_REPLY_MAX_SECONDS for the server (default 5)")
+    parser.add_argument("--reply-workers", type=int, default=0,
+                        help="with --stalling-model: MEMORYOS_CHAT_REPLY_WORKERS (default: the setting's)")
 
 
 @dataclass
@@ -60,6 +72,7 @@ class SessionStats:
     offline: bool | None = None
     models_wait_ms: float = 0.0  # connected while the server still loaded its models: the wait for them
     models: str = ""  # the server's warm-up as the ready frame told it: off, loading, ready or failed
+    offline_turns: list[bool] = field(default_factory=list)  # each reply: from the offline engine
 
 
 # --------------------------------------------------------------------------- the server
@@ -81,7 +94,7 @@ def _database_url() -> str:
     return f"postgres://{auth}@{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
 
 
-def _server_env(workdir: Path, messages: int) -> dict[str, str]:
+def _server_env(workdir: Path, messages: int, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("QDRANT_PATH", "MEMORYOS_VAR_DIR")}
     env.update({
         "DJANGO_SETTINGS_MODULE": "memoryos_site.settings",
@@ -96,19 +109,21 @@ def _server_env(workdir: Path, messages: int) -> dict[str, str]:
     })
     if settings.QDRANT_URL:
         env["QDRANT_COLLECTION"] = settings.QDRANT_COLLECTION  # bench_env's throwaway collection
+    env.update(extra or {})
     return env
 
 
 class Server:
     """daphne serving memoryos_site.asgi on 127.0.0.1, stopped on exit."""
 
-    def __init__(self, workdir: Path, messages: int) -> None:
+    def __init__(self, workdir: Path, messages: int, extra_env: dict[str, str] | None = None) -> None:
         self.port = _free_port()
         self.log = workdir / "daphne.log"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
              "memoryos_site.asgi:application"],
-            cwd=ROOT, env=_server_env(workdir, messages), stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+            cwd=ROOT, env=_server_env(workdir, messages, extra_env), stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT)
 
     @property
     def url(self) -> str:
@@ -183,6 +198,7 @@ async def _frames_until(sock, turn_id_of_ours: dict, stats: SessionStats, sent: 
         elif kind == "turn.done":
             stats.reply_ms.append((time.perf_counter() - sent) * 1000)
             stats.offline = bool(frame.get("offline"))
+            stats.offline_turns.append(stats.offline)
             return
 
 
@@ -276,6 +292,8 @@ def _signed_in_users(env: common.BenchEnv, count: int) -> tuple[list, list[str]]
 
 
 def run(options: dict, stdout) -> dict:
+    if options.get("stalling_model"):
+        return _run_stalling(options)
     show = not options.get("no_progress")
     with common.bench_env() as env:
         users, cookies = _signed_in_users(env, options["sessions"] + 1)
@@ -302,6 +320,79 @@ def run(options: dict, stdout) -> dict:
                      database=database, warm_errors=warm[0].errors, server_errors=server_errors,
                      first_reply_ms=round(first_reply, 1), models_wait_ms=round(warm[0].models_wait_ms, 1),
                      warm_up="off" if warm[0].models == "off" else "on", settled_s=settled_s)
+
+
+def _one_load(options: dict, extra_env: dict[str, str]) -> tuple[list[SessionStats], float, str]:
+    """One server on `extra_env`, a warm-up session, then the load: the sessions, the wall time and
+    what the server logged as going wrong."""
+    with common.bench_env() as env:
+        _, cookies = _signed_in_users(env, options["sessions"] + 1)
+        server = Server(env.workdir, options["messages"], extra_env)
+        try:
+            server.wait_until_up()
+            origin = f"http://127.0.0.1:{server.port}"
+            asyncio.run(_load(server.url, cookies[:1], origin, {**options, "messages": 1}))
+            sessions, wall = asyncio.run(_load(server.url, cookies[1:], origin, options))
+        finally:
+            server.stop()
+        return sessions, wall, server.logged_errors()
+
+
+def _run_stalling(options: dict) -> dict:
+    from tests.openai_server import run_openai_server  # the tests' OpenAI-compatible server
+
+    cap = options["reply_cap"]
+    phases = {}
+    with run_openai_server() as model:
+        model.keepalive_s = 0.5
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": model.api_key, "OPENAI_CHAT_MODEL": "bench",
+               "MEMORYOS_REPLY_MAX_SECONDS": str(cap), "OPENAI_FIRST_TOKEN_TIMEOUT": str(cap),
+               "MEMORYOS_MAINTENANCE_MODE": "off"}  # the model's own load only: no summaries behind it
+        if options["reply_workers"]:
+            env["MEMORYOS_CHAT_REPLY_WORKERS"] = str(options["reply_workers"])
+        for phase in ("answering", "stalling"):
+            model.clear_faults()
+            if phase == "stalling":
+                model.fail("stall_after_first", times=None)
+            sessions, wall, logged = _one_load(options, env)
+            reply = [ms for s in sessions for ms in s.reply_ms]
+            offline = [ms for s in sessions for ms, off in zip(s.reply_ms, s.offline_turns, strict=True) if off]
+            errors: dict[str, int] = {}
+            for s in sessions:
+                for error in s.errors:
+                    errors[error] = errors.get(error, 0) + 1
+            phases[phase] = {"replies": len(reply), "reply_ms": common.summarize_ms(reply),
+                             "max_reply_ms": round(max(reply), 1) if reply else float("nan"),
+                             "offline_replies": len(offline), "offline_reply_ms": common.summarize_ms(offline),
+                             "errors": errors, "wall_s": round(wall, 1),
+                             "turns_per_s": round(len(reply) / wall, 2) if wall else float("nan"),
+                             "server_logged_errors": bool(logged)}
+    base, stalled = phases["answering"], phases["stalling"]
+    return {"benchmark": "ws-stalling-model", "date": common.today(), "machine": common.machine(),
+            "sessions": options["sessions"], "messages_per_session": options["messages"],
+            "sent": options["sessions"] * options["messages"], "reply_cap_s": cap,
+            "reply_workers": options["reply_workers"] or settings.MEMORYOS_CHAT["REPLY_WORKERS"],
+            "phases": phases,
+            "every_turn_within_cap_plus_1s": stalled["replies"] == options["sessions"] * options["messages"]
+            and stalled["max_reply_ms"] <= (cap + 1) * 1000,
+            "reply_p50_ratio": round(stalled["reply_ms"]["p50"] / base["reply_ms"]["p50"], 2)
+            if base["reply_ms"]["p50"] else float("nan"),
+            "turns_per_s_ratio": round(stalled["turns_per_s"] / base["turns_per_s"], 2)
+            if base["turns_per_s"] else float("nan")}
+
+
+def _render_stalling(result: dict) -> str:
+    rows = [[name, phase["replies"], phase["offline_replies"], phase["reply_ms"]["p50"], phase["reply_ms"]["p95"],
+             phase["max_reply_ms"], phase["offline_reply_ms"]["p50"], phase["turns_per_s"],
+             sum(phase["errors"].values())] for name, phase in result["phases"].items()]
+    table = common.render_table(["model", "replies", "offline replies", "reply p50 ms", "reply p95 ms",
+                                 "reply max ms", "offline reply p50 ms", "turns/s", "errors"], rows,
+                                title=f"Websocket chat with a model that stalls after one token "
+                                      f"(reply cap {result['reply_cap_s']:g} s, {result['reply_workers']} "
+                                      f"reply workers)")
+    return (f"{table}\n\nevery turn ended within the cap plus 1 s: {result['every_turn_within_cap_plus_1s']}; "
+            f"stalled / answering: reply p50 x{result['reply_p50_ratio']}, turns/s x{result['turns_per_s_ratio']}"
+            f"\n{result['date']}, {result['machine']}.")
 
 
 def _maintenance_settled(users: list, *, timeout: float) -> float:
@@ -341,6 +432,8 @@ def summarize(sessions: list[SessionStats], wall: float, options: dict, **extra:
 
 
 def render(result: dict) -> str:
+    if result.get("benchmark") == "ws-stalling-model":
+        return _render_stalling(result)
     table = common.render_table(
         ["sessions", "held", "messages", "replies", "pages stored", "errors", "first token p50 ms",
          "first token p95 ms", "reply p50 ms", "reply p95 ms", "turns/s", "wall s", "server peak RSS MB"],

@@ -29,12 +29,33 @@ TIER_COLOURS = {"stm": "#3f5bd9", "mtm": "#8a4fd1", "lpm": "#1f8a57"}
 CONFIG = {"displaylogo": False, "responsive": True}
 
 
-def _layout(**extra: Any) -> str:
-    base = {"margin": {"l": 56, "r": 16, "t": 36, "b": 44}, "font": {"size": 12},
+def _layout(*, title: str = "", **extra: Any) -> dict[str, Any]:
+    """The layout every figure shares; `title` names the figure (also its text alternative's name)."""
+    base = {"margin": {"l": 56, "r": 16, "t": 56 if title else 36, "b": 44}, "font": {"size": 12},
             "paper_bgcolor": "#ffffff", "plot_bgcolor": "#ffffff", "hovermode": "closest",
             "legend": {"orientation": "h", "y": -0.18}}
+    if title:
+        base["title"] = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}}
     base.update(extra)
     return base
+
+
+def data_span(history: HeatHistory) -> tuple[datetime, datetime] | None:
+    """When the plotted heat lines start and end (the log's own span can differ: an imported
+    conversation's clock beside today's profile edit or operator actions)."""
+    points = [p.at for series in history.series.values() for p in series]
+    return (min(points), max(points)) if points else None
+
+
+def active_span(history: HeatHistory) -> tuple[datetime, datetime] | None:
+    """From the first point to the last change of a line's visits or interaction: after it the lines
+    only decay, which a wide axis would spend most of its width on (zoom out to see it)."""
+    changes = []
+    for series in history.series.values():
+        for before, point in zip([None, *series], series, strict=False):
+            if before is None or (before.visits, before.interaction) != (point.visits, point.interaction):
+                changes.append(point.at)
+    return (min(changes), max(changes)) if changes else None
 
 
 def to_json(figure: go.Figure) -> str:
@@ -70,9 +91,9 @@ def heat_figure(history: HeatHistory, *, labels: Mapping[str, str], threshold: f
     """Top: each segment's heat over the conversation's time (the hottest MAX_SEGMENT_LINES by peak),
     the promotion threshold τ and the eviction cut; hover shows the three terms. Bottom: the
     recency term exp(−Δt/μ) alone over the user's time span."""
-    figure = make_subplots(rows=2, cols=1, row_heights=[0.7, 0.3], vertical_spacing=0.14,
-                           subplot_titles=("Heat = α·N_visit + β·L_interaction + γ·exp(−Δt/μ)",
-                                           f"Recency term exp(−Δt/μ), μ = {mu_seconds:,.0f} s"))
+    figure = make_subplots(rows=2, cols=1, row_heights=[0.68, 0.32], vertical_spacing=0.24,
+                           # short: a phone's width shows them whole (the page states the formula)
+                           subplot_titles=("Heat", f"Recency exp(−Δt/μ), μ = {mu_seconds:,.0f} s"))
     ranked = sorted(history.series.items(), key=lambda item: -max(p.heat for p in item[1]))
     for sid, points in ranked[:MAX_SEGMENT_LINES]:
         shown = _thin(points, MAX_POINTS_PER_LINE)
@@ -84,8 +105,9 @@ def heat_figure(history: HeatHistory, *, labels: Mapping[str, str], threshold: f
                            "%{customdata[1]:.2f} · γ·recency %{customdata[2]:.3f}<extra>%{fullData.name}</extra>"),
             meta={"segment_id": sid},
         ), row=1, col=1)
-    if history.start is not None and history.end is not None:
-        figure.add_trace(go.Scatter(x=[_iso(history.start), _iso(history.end)], y=[threshold, threshold],
+    span = data_span(history)
+    if span is not None:
+        figure.add_trace(go.Scatter(x=[_iso(span[0]), _iso(span[1])], y=[threshold, threshold],
                                     mode="lines", name=f"promotion threshold τ = {threshold:g}",
                                     line={"dash": "dash", "color": "#c0392b"}, meta={"role": "threshold"}),
                          row=1, col=1)
@@ -101,10 +123,14 @@ def heat_figure(history: HeatHistory, *, labels: Mapping[str, str], threshold: f
                                 hovertemplate="Δt %{x:.1f} days<br>recency %{y:.4f}<extra></extra>"),
                      row=2, col=1)
     figure.update_xaxes(title_text="memory time", row=1, col=1)
+    active = active_span(history)
+    if active is not None and active[1] > active[0]:
+        pad = (active[1] - active[0]) * 0.05
+        figure.update_xaxes(range=[_iso(active[0] - pad), _iso(active[1] + pad)], row=1, col=1)
     figure.update_xaxes(title_text="days since last access (Δt)", row=2, col=1)
     figure.update_yaxes(title_text="heat", row=1, col=1)
     figure.update_yaxes(title_text="recency", range=[0, 1.05], row=2, col=1)
-    figure.update_layout(_layout(height=620))
+    figure.update_layout(_layout(height=660, title="Segments' heat over time, and the recency term"))
     return to_json(figure)
 
 
@@ -151,7 +177,8 @@ def membership_figure(joins: Sequence[Membership], *, evictions: Mapping[str, da
         x=[_iso(at) for _, at in gone], y=[row_label[sid] for sid, _ in gone], mode="markers",
         name="segment evicted", marker={"symbol": "x", "size": 11, "color": "#c0392b"},
         meta={"role": "evicted"}, hovertemplate="%{x}<br>%{y} evicted<extra></extra>"))
-    figure.update_layout(_layout(height=max(320, 24 * len(rows) + 140), xaxis={"title": "memory time"},
+    figure.update_layout(_layout(height=max(320, 24 * len(rows) + 160), title="Segment membership over time",
+                                 xaxis={"title": "memory time"},
                                  yaxis={"title": "segment", "categoryorder": "array",
                                         "categoryarray": [row_label[s] for s in reversed(rows)],
                                         "automargin": True}))
@@ -178,9 +205,11 @@ def traits_figure(traits: Sequence[TraitBar], *, categories: Mapping[str, str]) 
             marker={"color": CATEGORY_COLOURS.get(category, "#7a8396")},
             customdata=[[t.key, t.url] for t in bars], meta={"category": category, "clickable": True},
             hovertemplate="%{theta}<br>score %{r:.2f}<br>click for its evidence<extra>" + title + "</extra>"))
-    polar = {"radialaxis": {"range": [0, 1], "tickfont": {"size": 9}},
-             "angularaxis": {"tickfont": {"size": 8}, "direction": "clockwise"}}
-    figure.update_layout(_layout(height=640, polar=polar))
+    # 90 names round one circle print over each other: the bars are named on hover, and in the
+    # figure's data table and the list beside it.
+    polar = {"radialaxis": {"range": [0, 1], "tickfont": {"size": 10}, "angle": 90, "tickangle": 90},
+             "angularaxis": {"showticklabels": False, "ticks": "", "direction": "clockwise"}}
+    figure.update_layout(_layout(height=560, polar=polar, title="The 90 trait dimensions, scored 0 to 1"))
     return to_json(figure)
 
 
@@ -195,7 +224,8 @@ def tiers_figure(counts: Mapping[str, tuple[int, int]]) -> str:
         go.Bar(y=labels, x=[max(c - u, 0) for u, c in zip(used, capacity, strict=True)], orientation="h",
                name="free", marker={"color": "#e3e6ec"}, hoverinfo="skip"),
     ])
-    figure.update_layout(_layout(height=220, barmode="stack", showlegend=False, xaxis={"title": "share of capacity"}))
+    figure.update_layout(_layout(height=240, barmode="stack", showlegend=False, title="What each tier holds",
+                                 xaxis={"title": "items held, of the tier's capacity"}))
     return to_json(figure)
 
 
@@ -220,9 +250,45 @@ KIND_COLOURS = {"page": "#3f5bd9", "segment": "#8a4fd1", "fact": "#1f8a57", "age
                 "user_trait": "#c0392b", "recollection": "#0f7c8c", "file": "#5d6b82"}
 
 
+MAX_NODES_PER_LEVEL = 10  # more in one column and their labels print over each other: grouped
+
+
+def group_crowded(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], *,
+                  limit: int = MAX_NODES_PER_LEVEL) -> tuple[list[GraphNode], list[GraphEdge]]:
+    """Columns of more than `limit` nodes become one node per kind ("22 pages"); the edges to their
+    members become one edge to the group, labelled with how many it stands for. The page lists
+    every node under the figure."""
+    by_level: dict[int, list[GraphNode]] = {}
+    for node in nodes:
+        by_level.setdefault(node.level, []).append(node)
+    group_of: dict[str, str] = {}
+    kept: list[GraphNode] = []
+    for level, members in by_level.items():
+        if len(members) <= limit or level == 0:
+            kept += members
+            continue
+        for kind in dict.fromkeys(n.kind for n in members):
+            same = [n for n in members if n.kind == kind]
+            key = f"group:{level}:{kind}"
+            noun = kind.replace("_", " ")
+            kept.append(GraphNode(key=key, label=f"{len(same)} {noun}{'' if len(same) == 1 else 's'} (listed below)",
+                                  kind=kind, url="", level=level))
+            group_of.update({n.key: key for n in same})
+    merged: dict[tuple[str, str, str], list[GraphEdge]] = {}
+    for edge in edges:
+        source, target = group_of.get(edge.source, edge.source), group_of.get(edge.target, edge.target)
+        merged.setdefault((source, target, edge.relation), []).append(edge)
+    grouped = [GraphEdge(source=source, target=target,
+                         relation=relation if len(found) == 1 else f"{relation} ×{len(found)}",
+                         weight=max(e.weight for e in found)) for (source, target, relation), found in merged.items()]
+    return kept, grouped
+
+
 def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> str:
     """A layered graph: the memory in the middle, what it came from to the left, what was derived
-    from it to the right; edges labelled by relation and weight; a node's click opens it."""
+    from it to the right; edges labelled by relation and weight; a node's click opens it. A column
+    too crowded to read is grouped by kind (group_crowded)."""
+    nodes, edges = group_crowded(nodes, edges)
     by_level: dict[int, list[GraphNode]] = {}
     for node in nodes:
         by_level.setdefault(node.level, []).append(node)
@@ -241,7 +307,8 @@ def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) ->
         go.Scatter(x=xs, y=ys, mode="lines", line={"color": "#c9cdd6", "width": 1.5}, hoverinfo="skip",
                    showlegend=False, meta={"role": "edges"}),
         go.Scatter(x=[(a[0] + b[0]) / 2 for a, b, _ in drawn], y=[(a[1] + b[1]) / 2 for a, b, _ in drawn],
-                   mode="text", text=[f"{e.relation} {e.weight:.2f}" for _, _, e in drawn],
+                   mode="text", text=[e.relation if "×" in e.relation else f"{e.relation} {e.weight:.2f}"
+                                      for _, _, e in drawn],
                    textfont={"size": 9, "color": "#7a8396"}, hoverinfo="skip", showlegend=False,
                    meta={"role": "edge_labels"}),
     ]
@@ -249,12 +316,27 @@ def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) ->
         members = [n for n in nodes if n.kind == kind]
         traces.append(go.Scatter(
             x=[position[n.key][0] for n in members], y=[position[n.key][1] for n in members], mode="markers+text",
-            text=[n.label[:28] for n in members], textposition="top center", name=kind.replace("_", " "),
+            text=[n.label if n.key.startswith("group:") else _short(n.label) for n in members],
+            textposition="top center", name=kind.replace("_", " "),
             marker={"size": [18 if n.level == 0 else 12 for n in members], "color": KIND_COLOURS.get(kind, "#7a8396")},
             customdata=[[n.key, n.url] for n in members], meta={"role": "nodes", "clickable": True},
             hovertemplate="%{text}<extra>" + kind + "</extra>"))
-    return to_json(go.Figure(data=traces, layout=_layout(height=360, xaxis={"visible": False},
-                                                         yaxis={"visible": False})))
+    tallest = max((len(members) for members in by_level.values()), default=1)
+    levels = sorted(by_level)
+    return to_json(go.Figure(data=traces, layout=_layout(height=max(360, 70 * tallest + 120),
+                                                         xaxis={"visible": False,
+                                                                "range": [levels[0] - 0.6, levels[-1] + 0.6]},
+                                                         yaxis={"visible": False,
+                                                                "range": [-tallest / 2 - 0.2, tallest / 2 + 0.4]},
+                                                         title="Where this memory came from and what came of it")))
+
+
+def _short(label: str, limit: int = 30) -> str:
+    """A node's label cut at a word, so neighbouring labels keep apart."""
+    if len(label) <= limit:
+        return label
+    cut = label[:limit - 1]
+    return (cut[:cut.rfind(" ")] if " " in cut else cut) + "…"
 
 
 @dataclass(frozen=True)
@@ -288,11 +370,14 @@ def decay_figure(lines: Sequence[DecayLine], *, oldest_seconds: float, short_ter
                 x=_arr([max(line.crossing_seconds, 1.0) / day]), y=_arr([0.5]), mode="markers",
                 name=f"recency = nostalgia · {line.label}", marker={"color": colour, "size": 10, "symbol": "x"},
                 hovertemplate=f"crossing at {age_words(line.crossing_seconds)}<extra></extra>"))
-    for seconds, text in ((short_term_seconds, "end of short-term"), (oldest_seconds, "oldest memory")):
+    # The two markers' labels on either side of their lines: near each other they would overprint.
+    for seconds, text, side in ((short_term_seconds, "end of short-term", "top left"),
+                                (oldest_seconds, "oldest memory", "top right")):
         if seconds > 0:
             figure.add_vline(x=max(seconds, 1.0) / day, line={"color": "#9aa0a6", "dash": "dot"},
-                             annotation_text=text, annotation_position="top")
-    figure.update_layout(_layout(height=360, xaxis={"title": "age of a memory (days, log scale)", "type": "log"},
+                             annotation_text=text, annotation_position=side)
+    figure.update_layout(_layout(height=380, title="Recency and nostalgia by a memory's age",
+                                 xaxis={"title": "age of a memory (days, log scale)", "type": "log"},
                                  yaxis={"title": "weight", "range": [0, 1.02]}))
     return to_json(figure)
 

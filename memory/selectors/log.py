@@ -7,14 +7,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Q, QuerySet
 
 from memory.engine.lifecycle import EventRecord, Replay
-from memory.models import DialoguePage, LifecycleEvent, Segment
-from memory.selectors.ids import uuids
+from memory.models import LifecycleEvent
 
 # Events whose arrival means older events were rewritten: the cached log is read again whole.
 REWRITING_KINDS = frozenset({"deleted", "user_forgotten"})
@@ -116,7 +114,9 @@ EVENT_GROUPS = {
     "pages": ("page_added", "moved_to_mtm", "reply_fallback", "recall_degraded"),
     "segments": ("segment_created", "segment_merged", "segments_visited", "segment_promoted", "segment_evicted"),
     "long-term": ("fact_added", "fact_dropped", "trait_updated", "agent_trait_added", "agent_trait_dropped"),
-    "edits": ("edited",),
+    # What operators did: every action of the inspector's bar and of the review queue.
+    "edits": ("edited", "pinned", "unpinned", "repressed", "unrepressed", "corrected", "deleted",
+              "supersession_rejected"),
     "problems": ("maintenance_failed", "model_output_rejected", "recall_degraded", "reply_fallback"),
 }
 
@@ -129,35 +129,3 @@ def events(*, user, kinds: list[str] | None = None, query: str = "") -> QuerySet
     if query:
         rows = rows.filter(Q(subject_id__icontains=query) | Q(kind__icontains=query))
     return rows.order_by("-id")
-
-
-REPLAY_SEGMENTS = 40  # segment cards a step shows: the one the event touched and the latest accessed
-
-
-@dataclass
-class ReplayView:
-    step: int
-    total: int
-    state: Any  # memory.engine.lifecycle.TierState
-    event: EventRecord | None
-    page_text: dict[str, str]
-    segment_labels: dict[str, str]
-    segments: list[Any]  # the SegmentStates shown, in the order they formed
-    hidden_segments: int
-
-
-def replay_view(*, user, step: int) -> ReplayView:
-    """The tiers after `step` events, with what the page needs to show them."""
-    replay = replay_of(user=user)
-    state = replay.state_after(step)
-    event = state.last
-    touched = {event.subject, *(event.payload.get("segments") or ())} if event else set()
-    latest = sorted(state.mtm.values(), key=lambda seg: (seg.id not in touched, -seg.last_access.timestamp()))
-    keep = {seg.id for seg in latest[:REPLAY_SEGMENTS]}
-    segments = [seg for sid, seg in state.mtm.items() if sid in keep]
-    texts = {str(p.id): p.query[:90] for p in DialoguePage.objects.filter(user=user, id__in=uuids(state.stm))
-             .only("id", "query")}
-    labels = {str(s.id): s.label for s in Segment.objects.filter(user=user, id__in=uuids(list(keep)))
-              .only("id", "keywords")}
-    return ReplayView(step=state.applied, total=len(replay), state=state, event=event, page_text=texts,
-                      segment_labels=labels, segments=segments, hidden_segments=len(state.mtm) - len(segments))

@@ -5,17 +5,21 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from memory.models import DialoguePage, PageStatus, UserMemoryState
+from memory.models import DialoguePage, PageStatus, ServerProcess, UserMemoryState
 
 
 def stopped_turn_pages() -> QuerySet[DialoguePage]:
-    """Pages still awaiting their reply PENDING_TIMEOUT_S after they were stored (wall-clock
-    time): their turn's process stopped mid-turn. Read through the partial index `page_pending`."""
-    cutoff = timezone.now() - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
-    return DialoguePage.objects.filter(status=PageStatus.PENDING, created_at__lt=cutoff)
+    """Pages still awaiting their reply whose turn's process stopped mid-turn: held by a process
+    not seen alive for PROCESS_DEAD_S (memory/services/turn_holders.py), or held by none and
+    PENDING_TIMEOUT_S old (wall-clock time). Read through the partial index `page_pending`."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.MEMORYOS["PENDING_TIMEOUT_S"])
+    alive = ServerProcess.objects.filter(seen_at__gte=now - timedelta(seconds=settings.MEMORYOS["PROCESS_DEAD_S"]))
+    holder_stopped = Q(held_by__isnull=False) & ~Q(held_by__in=alive.values("id"))
+    return DialoguePage.objects.filter(status=PageStatus.PENDING).filter(Q(created_at__lt=cutoff) | holder_stopped)
 
 
 def users_with_maintenance_to_do() -> list[int]:

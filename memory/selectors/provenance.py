@@ -17,7 +17,7 @@ from memory.models import (
 )
 from memory.selectors.ids import uuids
 from memory.selectors.log import event_log, log_derived
-from memory.selectors.tiers import segment_label
+from memory.selectors.segment_names import segment_label_of, segment_names
 from persona.models import AgentTrait, KnowledgeFact
 
 NODE_KINDS = {"page": MemoryNode.Kind.PAGE, "segment": MemoryNode.Kind.SEGMENT, "fact": MemoryNode.Kind.FACT,
@@ -97,8 +97,9 @@ def node_labels(*, user, nodes: list[MemoryNode], trait_keys: dict[str, str] | N
     text: dict[tuple[str, str], str] = {}
     for page in DialoguePage.objects.filter(user=user, id__in=uuids(ids.get(MemoryNode.Kind.PAGE, []))):
         text[(MemoryNode.Kind.PAGE, str(page.id))] = f"#{page.seq} {page.query[:60]}"
-    for segment in Segment.objects.filter(user=user, id__in=uuids(ids.get(MemoryNode.Kind.SEGMENT, []))):
-        text[(MemoryNode.Kind.SEGMENT, str(segment.id))] = segment_label(segment)
+    names = segment_names(user=user) if ids.get(MemoryNode.Kind.SEGMENT) else {}
+    for segment in Segment.objects.filter(user=user, id__in=uuids(ids.get(MemoryNode.Kind.SEGMENT, []))).only("id"):
+        text[(MemoryNode.Kind.SEGMENT, str(segment.id))] = segment_label_of(names, segment.id)
     for model, kind in ((KnowledgeFact, MemoryNode.Kind.FACT), (AgentTrait, MemoryNode.Kind.AGENT_TRAIT),
                         (Recollection, MemoryNode.Kind.RECOLLECTION)):
         for row in model.objects.filter(user=user, id__in=uuids(ids.get(kind, []))):

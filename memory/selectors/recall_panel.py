@@ -116,6 +116,9 @@ class TurnRecall:
     keywords: list[str]
     timings: list[tuple[str, float]]  # where the recall's time went, ms per part in order
     legend: list[tuple[str, str]] = field(default_factory=list)  # each score shown, explained
+    # In the prompt too, but sharing no word and no meaning with the message (a neighbour of a turn
+    # that matched, the rest of a chosen topic): shown apart, folded, not among what was remembered.
+    unrelated: list[RecalledRow] = field(default_factory=list)
     fallback_reason: str = ""  # why the offline engine replied instead of the model
     breaker_open: bool = False  # ...because the model's circuit breaker was open
 
@@ -129,6 +132,8 @@ def turn_recall(*, user, page_id) -> TurnRecall | None:
     prompt = payload.get("prompt", {})
     refs = [tuple(entry.split(":", 1)) for entry in prompt.get("included", []) if ":" in entry]
     rows = _recalled_rows(user, trace, payload, refs)
+    unrelated = [row for row in rows if not related(row, payload)]
+    rows = [row for row in rows if related(row, payload)]
     titles = recall_titles()
     kinds = [k for k in titles if any(r.kind == k for r in rows)]
     kinds += sorted({r.kind for r in rows} - set(titles))  # a kind this panel does not know yet
@@ -144,7 +149,21 @@ def turn_recall(*, user, page_id) -> TurnRecall | None:
                       timings=trace_timings(payload),
                       legend=[(label, explained[label]) for label in shown if label in explained],
                       fallback_reason=str(payload.get("reply", {}).get("fallback_reason", "")),
-                      breaker_open=bool(payload.get("reply", {}).get("breaker_open", False)))
+                      breaker_open=bool(payload.get("reply", {}).get("breaker_open", False)),
+                      unrelated=unrelated)
+
+
+ALWAYS_RELATED = frozenset({"stm_page", "profile", "user_trait", "sona"})  # the prompt's standing context
+
+
+def related(row: RecalledRow, payload: dict) -> bool:
+    """Whether an item has something to do with the message: a shared word, or close meaning (the
+    recent turns and the profile are context every reply has, and always shown)."""
+    if row.kind in ALWAYS_RELATED or row.matched:
+        return True
+    scores = dict(row.scores)
+    meaning = scores.get("cosine", scores.get("similarity", payload.get("stm_similarity", {}).get(row.ref)))
+    return meaning is None or meaning >= ON_TOPIC_COSINE
 
 
 GONE = "(no longer in memory)"
@@ -271,3 +290,20 @@ def _utterance_row(row: RecalledRow, payload: dict) -> None:
     if said:
         row.why.append(f"Said on {datetime.fromisoformat(said):%-d %B %Y at %H:%M}.")
     row.why += _topic(payload, entry.get("segment_id"))
+
+
+STANDING_KINDS = frozenset({"profile", "user_trait"})  # in every prompt, whatever the message
+
+
+def search_listing(items: list) -> tuple[list, list]:
+    """A recall's items as the inspector's search lists them: what answers the query first (facts
+    and assistant notes by their similarity, then the policy's ranked pages or turns in its order,
+    then the recent turns by similarity), and apart the profile and traits every prompt carries."""
+    def similarity(item) -> float:
+        return float((item.breakdown or {}).get("similarity", item.score or 0.0))
+
+    standing = [item for item in items if item.kind in STANDING_KINDS]
+    noted = sorted((item for item in items if item.kind in ("kb_fact", "agent_trait")), key=lambda i: -similarity(i))
+    recent = sorted((item for item in items if item.kind == "stm_page"), key=lambda i: -similarity(i))
+    ranked = [item for item in items if item.kind not in STANDING_KINDS | {"kb_fact", "agent_trait", "stm_page"}]
+    return noted + ranked + recent, standing

@@ -12,10 +12,12 @@ from django.utils import timezone
 from memory.config import memory_params
 from memory.engine.heat import heat_breakdown
 from memory.engine.lifecycle import EventRecord, decay_curve, heat_lines, heat_log, span_of
+from memory.engine.naming import SegmentName
 from memory.inspector import charts
 from memory.inspector.charts import Membership
 from memory.models import DialoguePage, LifecycleEvent, Segment, Tier
 from memory.selectors.log import event_log, log_derived
+from memory.selectors.segment_names import segment_label_of, segment_name, segment_names
 from persona.models import AgentTrait, KnowledgeFact
 
 
@@ -48,14 +50,11 @@ class SegmentRow:
     interaction: float
     recency: float
     heat: float
+    shown: SegmentName | None = None  # its name and keyword chips (memory/engine/naming.py)
 
     @property
     def label(self) -> str:
-        return segment_label(self.segment)
-
-
-def segment_label(segment: Segment) -> str:
-    return segment.label
+        return f"{(self.shown.name if self.shown else '') or '(no keywords)'} · {str(self.segment.id)[:6]}"
 
 
 SEGMENT_SORTS = {"heat": lambda r: r.heat, "visits": lambda r: r.segment.n_visit,
@@ -74,11 +73,11 @@ def segment_rows(*, user, status: str = Segment.Status.ACTIVE, query: str = "",
         segments = segments.filter(status=status)
     if query:
         segments = segments.filter(Q(summary__icontains=query) | Q(keywords__icontains=query))
-    rows = []
+    rows, names = [], segment_names(user=user)
     for segment in segments:
         terms = heat_breakdown(segment.to_engine(with_embedding=False), now=now, params=params)
         rows.append(SegmentRow(segment=segment, visits=terms["visits"], interaction=terms["interaction"],
-                               recency=terms["recency"], heat=terms["heat"]))
+                               recency=terms["recency"], heat=terms["heat"], shown=segment_name(names, segment)))
     return rows
 
 
@@ -106,7 +105,8 @@ def segment_detail(*, user, segment_id) -> SegmentDetail | None:
         return None
     terms = heat_breakdown(segment.to_engine(with_embedding=False), now=timezone.now(), params=memory_params())
     row = SegmentRow(segment=segment, visits=terms["visits"], interaction=terms["interaction"],
-                     recency=terms["recency"], heat=terms["heat"])
+                     recency=terms["recency"], heat=terms["heat"],
+                     shown=segment_name(segment_names(user=user), segment))
     sid = str(segment.id)
     pages = list(DialoguePage.objects.filter(user=user, segment=segment).order_by("seq"))
     page_ids = {str(p.id) for p in pages}
@@ -121,7 +121,7 @@ def segment_detail(*, user, segment_id) -> SegmentDetail | None:
 
 
 def segment_labels(*, user) -> dict[str, str]:
-    return {str(s.id): segment_label(s) for s in Segment.objects.filter(user=user).only("id", "keywords")}
+    return {sid: segment_label_of(names, sid) for names in [segment_names(user=user)] for sid in names}
 
 
 def heat_history_of(*, user, segments: set[str] | None = None, hottest: int = 12, samples: int = 60):
@@ -156,7 +156,9 @@ def segment_heat_figure(*, user, segment_id: str, label: str) -> str:
 
 def _heat_figure(history, labels: dict[str, str], log: list[EventRecord], params) -> str:
     """Heat lines with the promotion threshold, and the decay term over the log's time span."""
-    decay = decay_curve(span_seconds=span_of(log).total_seconds(), mu_seconds=params.recency_mu_seconds)
+    span = charts.data_span(history)  # the lines' own span: the log's may mix two clocks
+    seconds = (span[1] - span[0]).total_seconds() if span else span_of(log).total_seconds()
+    decay = decay_curve(span_seconds=seconds, mu_seconds=params.recency_mu_seconds)
     return charts.heat_figure(history, labels=labels, threshold=params.heat_threshold, decay=decay,
                               mu_seconds=params.recency_mu_seconds)
 

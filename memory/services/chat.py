@@ -23,6 +23,7 @@ import functools
 import heapq
 import itertools
 import logging
+import threading
 import time
 import uuid
 import weakref
@@ -43,6 +44,7 @@ from memory.models import Sona
 from memory.selectors.files import attached_files
 from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
+from memory.services.files import files_for_turn
 from memory.services.turn_input import TurnInput, turn_input_parse
 from memory.services.turns import GeneratedReply, PreparedTurn, turn_finish, turn_prepare, turn_reply
 from memory.services.users import DEFAULT_SONA_NAME, sona_get_or_create
@@ -76,6 +78,8 @@ def chat_turn_accept(*, user_id: int, message: object, files: object = None, son
     """Check a chat message (the sona by its id, looked up among this user's sonas only);
     MemoryInputError (UnknownSona for the sona) says what is wrong, and nothing is stored."""
     checked = turn_input_parse(message=message, files=files, sona=sona)
+    if checked.files:  # another user's file, or none at all, is refused before the turn is shown
+        files_for_turn(user=get_user_model()(pk=user_id), cids=checked.files)
     if checked.sona is None:
         # A new user's default sona is made by the turn, on a turn worker (it embeds its name):
         # this runs on the one thread every socket's database calls share.
@@ -127,6 +131,28 @@ def _turn_executor() -> ThreadPoolExecutor:
 @functools.cache
 def _reply_executor() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=settings.MEMORYOS_CHAT["REPLY_WORKERS"], thread_name_prefix="chat-reply")
+
+
+@functools.cache
+def _reply_places() -> threading.BoundedSemaphore:
+    """One place for each reply worker: a turn that finds none free is not queued behind slow models."""
+    return threading.BoundedSemaphore(settings.MEMORYOS_CHAT["REPLY_WORKERS"])
+
+
+REPLY_WORKERS_BUSY = "every reply worker is busy with a slow model"
+
+
+async def _reply(prepared: PreparedTurn, on_token: Callable[[str], None]) -> GeneratedReply:
+    """The reply on a reply worker; when every one is taken (the model is slow for everyone), the
+    offline engine's reply at once, on a thread of the loop's default pool (it needs no model)."""
+    places = _reply_places()
+    if not places.acquire(blocking=False):
+        log.warning("event=reply_workers_busy user=%s", prepared.user.pk)
+        return await asyncio.to_thread(turn_reply, turn=prepared, on_token=on_token, offline_reason=REPLY_WORKERS_BUSY)
+    try:
+        return await _on(_reply_executor(), turn_reply, keep=False)(turn=prepared, on_token=on_token)
+    finally:
+        places.release()
 
 
 def _on(executor: ThreadPoolExecutor, function: Callable[..., Any], *, keep: bool = True) -> Callable[..., Any]:
@@ -250,8 +276,7 @@ async def _phases(turn: ChatTurn, tokens: asyncio.Queue) -> dict[str, Any]:
     try:
         slots = _turn_slots()
         prepared = await slots.run(_turn_prepare, store=False, turn=turn)
-        generated = await _on(_reply_executor(), turn_reply, keep=False)(
-            turn=prepared, on_token=_threadsafe_put(asyncio.get_running_loop(), tokens))
+        generated = await _reply(prepared, _threadsafe_put(asyncio.get_running_loop(), tokens))
         frame = await slots.run(_turn_finish, store=True, turn=prepared, generated=generated)
         frame["turn_id"] = turn.turn_id
     except MemoryInputError as exc:

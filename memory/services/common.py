@@ -6,6 +6,7 @@ Memory changes only through memory/services/, which take these from here.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 from django.db import connection
@@ -19,6 +20,56 @@ log = logging.getLogger(__name__)
 
 class MemoryInputError(ValueError):
     """Bad input from a caller: the message says what is wrong; nothing was stored."""
+
+
+class TextRefused(MemoryInputError):
+    """Text no memory can hold (text_check): `field` names where it came in, `problem` what is wrong."""
+
+    def __init__(self, message: str, *, field: str, problem: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.problem = problem
+
+
+# Text that cannot be stored: NUL (PostgreSQL refuses it in text and jsonb; SQLite keeps it, so the
+# development profile would take what production refuses) and the surrogate code points, which are
+# halves of a UTF-16 pair, not characters (a lone "\ud800" is a valid JSON escape but no UTF-8
+# encodes it: the database driver raises). A pair is decoded to its character before this sees it.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be stored, or None: the same words for every way text comes in."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    char = found.group()
+    what = "a NUL character (U+0000)" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
+    return (f"holds {what} at character {found.start() + 1}: text may hold neither NUL characters "
+            "nor lone surrogates.")
+
+
+def text_check(text: str, *, field: str) -> str:
+    """`text` as it is, or TextRefused naming `field` and why no memory can hold it."""
+    problem = text_problem(text)
+    if problem is not None:
+        raise TextRefused(f"The {field} {problem}", field=field, problem=problem)
+    return text
+
+
+def texts_check(value: object, *, field: str) -> None:
+    """text_check every string in `value` (JSON-like: dicts, lists, tuples; keys too), naming each by
+    its path under `field` ("message", "files[1]", "state.sonas[0].name")."""
+    if isinstance(value, str):
+        text_check(value, field=field)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str):
+                text_check(key, field=f"key of {field}" if field else "key")
+            texts_check(item, field=f"{field}.{key}" if field else str(key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            texts_check(item, field=f"{field}[{index}]")
 
 
 class MemoryNotFound(MemoryInputError):

@@ -2,9 +2,11 @@
 
 After a crash (kill -9, a lost machine) nothing is left to finish the turns that were under way or
 the maintenance that was due. A server (memoryos_site/asgi.py) starts one background thread that
-runs the due work as it starts and then every MEMORYOS_DUE_WORK_INTERVAL_S: a stopped turn's page
-is completed once it is MEMORYOS_PENDING_TIMEOUT_S old (memory.selectors.maintenance.stopped_turn_pages), and
-maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
+runs the due work as it starts and then every MEMORYOS_DUE_WORK_INTERVAL_S, and beats every
+MEMORYOS_DUE_WORK_HEARTBEAT_S (memory/services/turn_holders.py): a stopped turn's page is completed
+once its process has not been seen for PROCESS_DEAD_S (a page no beating process holds: once it is
+MEMORYOS_PENDING_TIMEOUT_S old; memory.selectors.maintenance.stopped_turn_pages), checked at each
+beat, and maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
 lock and re-checks its work), so several server processes may run it side by side. The thread
 only hands each user to where the work after replies runs (memory/services/after_reply.py): the
 low-priority lane, which waits for the replies under way, or the Celery workers.
@@ -14,13 +16,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import close_old_connections
 
-from memory.selectors.maintenance import users_with_maintenance_to_do
+from memory.selectors.maintenance import stopped_turn_pages, users_with_maintenance_to_do
 from memory.services.after_reply import maintenance_schedule
 from memory.services.maintenance import MaintenanceReport, maintenance_run
+from memory.services.turn_holders import process_beat, process_stop_beating
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +54,13 @@ def due_work_run(*, on_report: Callable[[int, MaintenanceReport], None] | None =
     return done
 
 
-def due_work_dispatch() -> int:
-    """Schedule maintenance for every user with due work (maintenance_schedule); how many users.
+def due_work_dispatch(*, stopped_turns_only: bool = False) -> int:
+    """Schedule maintenance for every user with due work (maintenance_schedule), or only for those
+    with a turn whose process stopped; how many users.
 
     Inline ("sync"), one user's failure is logged and the others still run."""
-    users = users_with_maintenance_to_do()
+    users = (sorted(set(stopped_turn_pages().values_list("user_id", flat=True))) if stopped_turns_only
+             else users_with_maintenance_to_do())
     for user_id in users:
         try:
             maintenance_schedule(user_id=user_id)
@@ -86,14 +93,23 @@ def due_work_stop(timeout: float | None = None) -> None:
 
 
 def _loop(interval_s: float) -> None:
-    while True:
-        close_old_connections()
-        try:
-            users = due_work_dispatch()
-            log.log(logging.INFO if users else logging.DEBUG, "event=due_work_scheduled users=%s", users)
-        except Exception:  # the database is down: try again on the next tick
-            log.exception("event=due_work_failed")
-        finally:
+    beat_s = max(0.01, min(settings.MEMORYOS_DUE_WORK_HEARTBEAT_S, interval_s or float("inf")))
+    full_due = time.monotonic()
+    try:
+        while True:
             close_old_connections()
-        if interval_s <= 0 or _stop.wait(interval_s):
-            return
+            try:
+                process_beat()  # first: the turns this process stores from now on are its own
+                everything = time.monotonic() >= full_due
+                users = due_work_dispatch(stopped_turns_only=not everything)
+                if everything:
+                    full_due = time.monotonic() + interval_s
+                log.log(logging.INFO if users else logging.DEBUG, "event=due_work_scheduled users=%s", users)
+            except Exception:  # the database is down: try again on the next tick
+                log.exception("event=due_work_failed")
+            finally:
+                close_old_connections()
+            if interval_s <= 0 or _stop.wait(beat_s):
+                return
+    finally:
+        process_stop_beating()

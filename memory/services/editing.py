@@ -31,7 +31,14 @@ from memory.engine.long_term import normalise_fact
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode, Segment, Tier, vector_to_bytes
 from memory.services import graph
-from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_none, lock_user_state
+from memory.services.common import (
+    MemoryInputError,
+    MemoryNotFound,
+    embed_or_none,
+    lock_user_state,
+    text_check,
+    texts_check,
+)
 from memory.services.events import event_record
 from memory.services.long_term import lpm_point
 from memory.services.memoria import fulltext_page_put
@@ -88,7 +95,7 @@ def memory_get(*, user, kind: str, ident: str, for_update: bool = False):
 
 def reason_clean(reason: str | None) -> str:
     """The reason an operator gave, checked."""
-    reason = (reason or "").strip()
+    reason = text_check(reason or "", field="reason").strip()
     if len(reason) > MAX_REASON:
         raise MemoryInputError(f"The reason is {len(reason)} characters long; the limit is {MAX_REASON}.")
     return reason
@@ -217,7 +224,7 @@ def _text(values: dict, name: str, *, required: bool = True, limit: int = MAX_TE
     value = values.get(name)
     if value is None and not required:
         return None
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not text_check(value, field=name).strip():
         raise MemoryInputError(f"The {name.replace('_', ' ')} must be a non-empty text.")
     if len(value.strip()) > limit:
         raise MemoryInputError(f"The {name} is {len(value.strip())} characters long; the limit is {limit}.")
@@ -275,6 +282,7 @@ def _correct_segment(user, segment: Segment, values: dict, actor, reason: str):
             keywords = [k for k in keywords.replace(",", " ").split() if k]
         if not isinstance(keywords, list) or not all(isinstance(k, str) and k.strip() for k in keywords):
             raise MemoryInputError("Keywords must be a list of words.")
+        texts_check(keywords, field="keywords")
         keywords = sorted(offline.extract_keywords(" ".join(keywords), limit=20) or {k.lower() for k in keywords})
     else:
         keywords = list(segment.keywords)

@@ -74,7 +74,7 @@ def read_budget() -> ReadBudget:
         raise ImproperlyConfigured(f"MEMORYOS_FILE_READ_OVER_TIME is {over_time!r}; it may be "
                                    f"{' or '.join(OVER_TIME_CHOICES)}.")
     return ReadBudget(seconds=limits["FILE_READ_SECONDS"], memory_bytes=limits["FILE_READ_MEMORY_BYTES"],
-                      over_time=over_time)
+                      over_time=over_time, readers=limits["FILE_READERS"], wait_seconds=limits["FILE_READERS_WAIT_S"])
 
 
 def file_prepare(*, name: str, data: bytes, declared_type: str = "") -> PreparedFile:
@@ -198,7 +198,8 @@ def files_for_turn(*, user, cids: Sequence[str]) -> list[AttachedFile]:
     for cid in unique:
         row = _pending_of(user=user, cid=cid) or file_of(user=user, cid=cid)
         if row is None:
-            raise MemoryInputError(f"No uploaded file with content id {cid!r} here; upload it first (POST /api/files).")
+            raise MemoryInputError(f"No uploaded file with content id {cid!r} here; "
+                                   "upload it first (POST /api/memory/files).")
         if row.page_id is not None:
             row = AttachedFile(user=user, content_cid=row.content_cid, name=row.name, media_type=row.media_type,
                                size=row.size, text=row.text, extraction=row.extraction)

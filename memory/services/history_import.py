@@ -21,7 +21,9 @@ from django.conf import settings
 
 from memory.formats.histories import History, HistoryFormatError, export_conversation, histories_summary, read_export
 from memory.formats.locomo import Conversation
+from memory.models import LifecycleEvent
 from memory.services.common import MemoryInputError
+from memory.services.events import event_record
 from memory.services.importing import conversation_import, conversations_validate
 
 
@@ -68,6 +70,10 @@ def history_import(*, user, data: bytes, name: str, progress: bool = False,
     report = (conversation_import(user=user, conversation=whole, progress=progress, on_page=on_page)
               if whole.sessions else None)
     summary = histories_summary(histories)
+    event_record(user_id=user.pk, kind=LifecycleEvent.Kind.HISTORY_IMPORTED, subject_id=kind, format=kind,
+                 file=name[:200], conversations=summary["conversations"], messages=summary["messages"],
+                 added=report.added if report else 0, already=report.already if report else 0,
+                 skipped=summary["skipped"])
     return HistoryImportReport(
         format=kind, conversations=summary["conversations"], messages=summary["messages"],
         pages=report.pages if report else 0, added=report.added if report else 0,

@@ -32,7 +32,7 @@ from memory.adapters import configured
 from memory.formats.locomo import Conversation, LocomoPage, conversation_pages, conversation_problems
 from memory.models import DialoguePage, PageStatus
 from memory.services import graph
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, text_problem
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.users import SONA_NAME_MAX_CHARS, sona_get_or_create
@@ -63,10 +63,27 @@ def conversations_validate(conversations: Sequence[Conversation]) -> None:
                  f"{SONA_NAME_MAX_CHARS} characters; this one has {len(conversation.speaker_b.strip())}"
                  for index, conversation in enumerate(conversations)
                  if not 0 < len(conversation.speaker_b.strip()) <= SONA_NAME_MAX_CHARS]
+    problems += _text_problems(conversations)
     if problems:
         shown = "\n".join(f"  {problem}" for problem in problems[:20])
         more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise MemoryInputError(f"Nothing was imported: {len(problems)} problem(s) in the file:\n{shown}{more}")
+
+
+def _text_problems(conversations: Sequence[Conversation]) -> list[str]:
+    """Text no memory can hold (NUL, lone surrogates), in the words every way in uses."""
+    found = []
+    for index, conversation in enumerate(conversations):
+        named = [("speaker_a", conversation.speaker_a), ("speaker_b", conversation.speaker_b)]
+        found += [f"sample {index} ({conversation.sample_id}), field {field!r} {problem}"
+                  for field, value in named if (problem := text_problem(value))]
+        for number, _, turns in conversation.sessions:
+            for position, turn in enumerate(turns):
+                found += [f"sample {index} ({conversation.sample_id}), session {number}, turn {position}, "
+                          f"field {field!r} {problem}"
+                          for field, value in (("dia_id", turn.dia_id), ("speaker", turn.speaker), ("text", turn.text))
+                          if (problem := text_problem(value))]
+    return found
 
 
 def _page_key(source_ids: Sequence[str], timestamp: datetime) -> tuple[tuple[str, ...], float]:

@@ -139,10 +139,17 @@ def pages_interrupted_complete(*, user_id: int) -> int:
     """Complete the user's stopped_turn_pages with no reply, so that the message is recalled,
     moves through the tiers and is indexed like any other. Returns how many."""
     stale = list(stopped_turn_pages().select_related("user").filter(user_id=user_id).order_by("seq"))
+    completed = 0
     for page in stale:
-        page_reply_store(page=page, response="", reply_model=INTERRUPTED_MODEL_NAME)
+        with transaction.atomic():
+            # Once: another process's maintenance (or the turn itself) may have completed it meanwhile.
+            lock_user_state(user_id)
+            if not DialoguePage.objects.filter(pk=page.pk, status=PageStatus.PENDING).exists():
+                continue
+            page_reply_store(page=page, response="", reply_model=INTERRUPTED_MODEL_NAME)
+        completed += 1
         log.warning("event=page_interrupted_completed user=%s page=%s seq=%s", user_id, page.id, page.seq)
-    return len(stale)
+    return completed
 
 
 def _record_failure(user_id: int, exc: Exception) -> None:

@@ -30,6 +30,7 @@ from memory.services import graph, memoria
 from memory.services.common import embed_or_none, lock_user_state_counting_up, lock_user_state_writing
 from memory.services.events import event_record
 from memory.services.files import files_attach
+from memory.services.turn_holders import turn_holder
 from memory.services.turn_input import validate_message
 
 # "Caroline: ..." in imported transcripts: a speaker label is not a topic keyword.
@@ -45,7 +46,7 @@ def page_start(*, user, query: str, sona: Sona | None = None, timestamp: datetim
     with transaction.atomic():
         seq = _seq_take(user.pk)
         page = DialoguePage.objects.create(
-            user=user, sona=sona, seq=seq, query=query, status=PageStatus.PENDING,
+            user=user, sona=sona, seq=seq, query=query, status=PageStatus.PENDING, held_by=turn_holder(),
             timestamp=timestamp or timezone.now(), source_ids=list(source_ids), utterances=list(utterances),
         )
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.PAGE_ADDED, subject_id=page.id,

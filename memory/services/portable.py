@@ -28,7 +28,7 @@ import base64
 import math
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, BinaryIO
 
 from django.core.exceptions import ValidationError
@@ -53,7 +53,7 @@ from memory.models import (
     SonaMembership,
     UserMemoryState,
 )
-from memory.services.common import MemoryInputError, lock_user_state
+from memory.services.common import MemoryInputError, TextRefused, lock_user_state, texts_check
 from memory.services.events import event_record
 from memory.services.files import blob_put, blob_read, blobs_release
 from memory.services.memoria import fulltext_page_put
@@ -76,6 +76,14 @@ NODE_OF_RECORD = {"segment": MemoryNode.Kind.SEGMENT, "page": MemoryNode.Kind.PA
                   "agent_trait": MemoryNode.Kind.AGENT_TRAIT, "file": MemoryNode.Kind.FILE,
                   "recollection": MemoryNode.Kind.RECOLLECTION}
 ID_FIELDS = {"id", "sona_id", "segment_id", "previous_id", "chain_id", "page_id"}
+# What a memory can hold, whatever an archive says: page numbers (a turn a second for 34,000 years;
+# far below the 2**63 at which the page counter would overflow, and far below where a shifted
+# --into-existing import could), counts (PostgreSQL's integer), and times up to a day ahead of
+# this server's clock (clocks differ; a memory from the future does not).
+MAX_SEQ = 2**40
+SEQ_FIELDS = ("seq", "next_seq", "recollected_seq")
+MAX_COUNT = 2**31 - 1
+FUTURE_SLACK = timedelta(days=1)
 
 
 @dataclass
@@ -86,6 +94,7 @@ class Summary:
     edges: int = 0
     records: dict[str, int] = field(default_factory=dict)
     root: str = ""
+    source_user: str = ""  # whose export it was, as its root says
 
 
 # ------------------------------------------------------------------ rows <-> record data
@@ -258,12 +267,51 @@ def _records(root: dict, decoded: dict) -> dict[str, list[dict[str, Any]]]:
                 if ident in seen:
                     raise _refused(f"the id {ident!r} names two records ({seen[ident]} and {name}).")
                 seen[ident] = name
+            _texts(data, f"{name} record #{number}")
             plain[name].append(dict(data))
     return plain
 
 
+def _texts(value: Any, where: str) -> None:
+    """Every text of `value` as every way in checks text (memory/services/common.py)."""
+    try:
+        texts_check(value, field="")
+    except TextRefused as error:
+        raise _refused(f"{where}: {error.field} {error.problem}") from None
+
+
+def _int_bounds(column: models.Field) -> tuple[int, int]:
+    if column.attname in SEQ_FIELDS:
+        return (0 if column.attname == "recollected_seq" else 1), MAX_SEQ
+    return 0, (MAX_SEQ if column.get_internal_type() == "PositiveBigIntegerField" else MAX_COUNT)  # a file's bytes
+
+
+def _within_bounds(model: type[models.Model], name: str, number: int, row: models.Model) -> models.Model:
+    """A row whose numbers and times a memory could have reached (checked after _checked_row: each
+    value is of its field's type)."""
+    latest = timezone.now() + FUTURE_SLACK
+    for column in model._meta.concrete_fields:
+        value = getattr(row, column.attname)
+        if value is None or isinstance(value, bool):
+            continue
+        where = f"{name} record #{number}: {column.attname}"
+        if isinstance(value, int):
+            low, high = _int_bounds(column)
+            if not low <= value <= high:
+                raise _refused(f"{where} is {value}; a memory holds {low} to {high} there.")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise _refused(f"{where} is {value}; a memory holds finite numbers there.")
+        elif isinstance(value, datetime):
+            if timezone.is_naive(value):
+                raise _refused(f"{where} is {value.isoformat()}, a time without its zone.")
+            if value > latest:
+                raise _refused(f"{where} is {value.isoformat()}, in the future: a memory holds times up to now.")
+    return row
+
+
 def _contents(root: dict, blocks: dict, decoded: dict) -> _Contents:
     """Every record, node and annotation of the root, checked; MemoryInputError names the first bad one."""
+    _texts({key: value for key, value in root.items() if key != "records"}, "its root")
     records = _records(root, decoded)
     for data in records["file"]:  # every file's bytes are in the archive (checked against their CID above)
         content_cid = data.get("content_cid")
@@ -353,7 +401,8 @@ def _import_rows(user, contents: _Contents, ids: dict[str, str], summary: Summar
             continue
         values = _values(Sona, _remap(data, ids))
         values["is_default"] = bool(values.get("is_default")) and not has_default
-        _checked_row(Sona, "sona", number, Sona(user=user, **values)).save(force_insert=True)
+        row = _checked_row(Sona, "sona", number, Sona(user=user, **values))
+        _within_bounds(Sona, "sona", number, row).save(force_insert=True)
     previous: dict[str, str] = {}
     for name, model in ROW_RECORDS:
         rows = []
@@ -368,7 +417,7 @@ def _import_rows(user, contents: _Contents, ids: dict[str, str], summary: Summar
             row = _checked_row(model, name, number, model(user=user, **values))
             if name == "page":  # after cleaning: a seq given as text ("3") is shifted as well
                 row.seq += seq_offset
-            rows.append(row)
+            rows.append(_within_bounds(model, name, number, row))
         model.objects.bulk_create(rows)
         summary.records[name] = len(rows)
     for page_id, previous_id in previous.items():
@@ -380,7 +429,10 @@ def _import_rows(user, contents: _Contents, ids: dict[str, str], summary: Summar
     state, _ = UserMemoryState.objects.get_or_create(user=user)
     archived = next(iter(plain["state"]), {})
     top = DialoguePage.objects.filter(user=user).aggregate(top=Max("seq"))["top"] or 0
-    state.next_seq = max(int(archived.get("next_seq", 1)) + seq_offset, state.next_seq if seq_offset else 1, top + 1)
+    archived_next = _checked_row(UserMemoryState, "state", 0, UserMemoryState(
+        user=user, next_seq=archived.get("next_seq", 1))).next_seq + seq_offset
+    _within_bounds(UserMemoryState, "state", 0, UserMemoryState(user=user, next_seq=archived_next))
+    state.next_seq = max(archived_next, state.next_seq if seq_offset else 1, top + 1)
     state.maintenance_due = state.maintenance_due or bool(seq_offset)  # two memories' tiers settle
     state.save(update_fields=["next_seq", "maintenance_due"])
 
@@ -452,7 +504,8 @@ def memory_import(*, user, source: BinaryIO, into_existing: bool = False) -> Sum
     the commit."""
     root, blocks, decoded, root_cid = _read(source)
     contents = _contents(root, blocks, decoded)
-    summary = Summary(user=user.get_username(), blocks=len(blocks), root=root_cid)
+    summary = Summary(user=user.get_username(), blocks=len(blocks), root=root_cid,
+                      source_user=str(root.get("user", ""))[:150])
     try:
         with transaction.atomic():
             state = lock_user_state(user.pk)

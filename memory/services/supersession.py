@@ -38,7 +38,7 @@ from memory.engine.supersession import (
 from memory.engine.traits import TRAITS_BY_KEY, update_trait_score
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode
 from memory.services import graph
-from memory.services.common import MemoryInputError, MemoryNotFound, lock_user_state
+from memory.services.common import MemoryInputError, MemoryNotFound, lock_user_state, text_check
 from memory.services.editing import actor_name, memory_correct, reason_clean
 from memory.services.events import event_record
 from memory.services.model_tasks import confirm_supersession
@@ -295,7 +295,7 @@ def supersession_accept(*, user, ident: str, actor=None, reason: str = "", text:
     """The newer fact supersedes the older one. With `text`, the newer fact is corrected first (the
     operator's edit: a new version, audited as a correction)."""
     reason = reason_clean(reason)
-    if text is not None and not text.strip():
+    if text is not None and not text_check(text, field="text").strip():
         raise MemoryInputError("The corrected text is empty.")
     with transaction.atomic():
         lock_user_state(user.pk)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, text_check
 from memory.services.recall import policy_choose
 
 # A content id (CIDv1, base32) is 59 characters; the margin leaves room for other encodings.
@@ -49,7 +49,7 @@ def validate_message(text: object) -> str:
     """The message without the spaces around it; MemoryInputError when it is not text, empty or long."""
     if not isinstance(text, str):
         raise MemoryInputError("The message must be text.")
-    cleaned = text.strip()
+    cleaned = text_check(text, field="message").strip()
     if not cleaned:
         raise MemoryInputError("The message is empty.")
     limit = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
@@ -65,18 +65,20 @@ def validate_files(cids: object) -> tuple[str, ...]:
     if isinstance(cids, str) or not isinstance(cids, Sequence) \
             or not all(isinstance(cid, str) and 0 < len(cid.strip()) <= CONTENT_ID_MAX_CHARS for cid in cids):
         raise MemoryInputError("Files are named by a list of content ids, each the one its upload returned.")
+    for index, cid in enumerate(cids):
+        text_check(cid, field=f"files[{index}]")
     limit = settings.MEMORYOS["MAX_FILES_PER_TURN"]
     if len(cids) > limit:
         raise MemoryInputError(f"A turn carries at most {limit} files; got {len(cids)}.")
     return tuple(cid.strip() for cid in cids)
 
 
-def _optional_name(value: object, *, what: str, limit: int) -> str | None:
+def _optional_name(value: object, *, what: str, limit: int, field: str) -> str | None:
     if not value:  # none, or an empty choice: the default
         return None
     if not isinstance(value, str) or len(value) > limit:
         raise MemoryInputError(f"The {what} is named by text of at most {limit} characters.")
-    return value
+    return text_check(value, field=field)
 
 
 def turn_input_parse(*, message: object, files: object = None, sona: object = None,
@@ -86,12 +88,12 @@ def turn_input_parse(*, message: object, files: object = None, sona: object = No
     return TurnInput(
         message=validate_message(message),
         files=validate_files(files),
-        sona=_optional_name(sona, what="sona", limit=SONA_REF_MAX_CHARS),
+        sona=_optional_name(sona, what="sona", limit=SONA_REF_MAX_CHARS, field="sona"),
         policy=_policy(policy),
     )
 
 
 def _policy(value: object) -> str | None:
     """A policy named but not registered is refused here, before an edge makes a sona for the turn."""
-    name = _optional_name(value, what="recall policy", limit=POLICY_NAME_MAX_CHARS)
+    name = _optional_name(value, what="recall policy", limit=POLICY_NAME_MAX_CHARS, field="policy")
     return policy_choose(requested=name) if name is not None else None

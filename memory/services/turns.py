@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from memory.adapters import configured
 from memory.adapters.circuit import ModelCircuitOpen
+from memory.adapters.llm import reply_bounded
 from memory.config import memory_params
 from memory.engine import offline
 from memory.engine.fact_answers import KnownFact, with_known_facts
@@ -119,26 +120,33 @@ def reply_model_name() -> str:
 
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
                    on_token: Callable[[str], None] | None,
-                   files: Sequence[AttachedFile] = (), facts: Sequence[KnownFact] = ()) -> GeneratedReply:
-    """The reply, streamed through `on_token`. A failing LLM falls back to the offline engine; one
-    whose circuit breaker is open (memory/adapters/circuit.py) is not asked at all."""
-    model = configured.chat_model()
+                   files: Sequence[AttachedFile] = (), offline_reason: str = "",
+                   facts: Sequence[KnownFact] = ()) -> GeneratedReply:
+    """The reply, streamed through `on_token`, at most REPLY_MAX_TOKENS tokens, REPLY_MAX_CHARS
+    characters and REPLY_MAX_SECONDS long (memory/adapters/llm.py reply_bounded). A failing LLM, or
+    one cut for time, falls back to the offline engine; one whose circuit breaker is open
+    (memory/adapters/circuit.py) is not asked at all, nor is any when `offline_reason` says why not."""
+    model = None if offline_reason else configured.chat_model()
     emit = on_token or (lambda _token: None)
-    if model is None:
+    if model is None and not offline_reason:
         reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts)
         for token in _stream_words(reply):
             emit(token)
         return GeneratedReply(reply, OFFLINE_MODEL_NAME)
     parts: list[str] = []
     breaker_open = False
+    reason = offline_reason
     try:
-        for token in model.stream(prompt.messages, max_tokens=settings.REPLY_MAX_TOKENS):
-            parts.append(token)
-            emit(token)
-        reply = "".join(parts).strip()
-        if reply:
-            return GeneratedReply(reply, model.name)
-        reason = "the model returned an empty reply"
+        if model is not None:
+            for token in reply_bounded(model.stream(prompt.messages, max_tokens=settings.REPLY_MAX_TOKENS),
+                                       max_chars=settings.REPLY_MAX_CHARS,
+                                       max_seconds=settings.REPLY_MAX_SECONDS or None, model=model):
+                parts.append(token)
+                emit(token)
+            reply = "".join(parts).strip()
+            if reply:
+                return GeneratedReply(reply, model.name)
+            reason = "the model returned an empty reply"
     except ModelError as exc:
         reason = str(exc) or exc.__class__.__name__
         breaker_open = isinstance(exc, ModelCircuitOpen)
@@ -273,7 +281,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
                         talk_reply=talk.text if talk is not None else None)
 
 
-def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None) -> GeneratedReply:
+def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None,
+               offline_reason: str = "") -> GeneratedReply:
     """The reply of a prepared turn, streamed through `on_token`, and the page's embedding;
     nothing is stored.
 
@@ -287,7 +296,7 @@ def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = N
     else:
         generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
                                    sona=turn.sona, on_token=on_token, files=turn.files,
-                                   facts=turn.facts)
+                                   offline_reason=offline_reason, facts=turn.facts)
     page = turn.page
     text = page_text(page.query, generated.text, generated.model, page.attachment_text)
     if turn.query_vector is not None and text == page.query:

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from memory.models import Sona
 from memory.recall.base import UnknownPolicyError, get_policy
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, text_check
 from memory.services.memoria import sona_name_embed, sona_name_vector
 
 User = get_user_model()
@@ -53,7 +53,7 @@ SONA_PROFILE_MAX_CHARS = 600
 
 def sona_name_validate(name: str) -> str:
     """A sona's name as the chat's form takes it: stripped, not empty, at most 40 characters."""
-    name = (name or "").strip()
+    name = text_check(name or "", field="name").strip()
     if not name:
         raise MemoryInputError("A sona needs a name.")
     if len(name) > SONA_NAME_MAX_CHARS:
@@ -77,6 +77,7 @@ def sona_get_or_create(*, user, name: str | None = None, profile: str = "", reca
         name = DEFAULT_SONA_NAME
     if len(profile) > SONA_PROFILE_MAX_CHARS:
         raise MemoryInputError(f"A sona's profile is at most {SONA_PROFILE_MAX_CHARS} characters.")
+    text_check(profile, field="profile")
     name = sona_name_validate(name)
     found = Sona.objects.filter(user=user, name=name).first()
     if found is not None:

@@ -21,6 +21,48 @@ def event_label(kind: str) -> str:
     return EVENT_LABELS.get(kind, kind.replace("_", " "))
 
 
+OPERATOR_VERBS = {"pinned": "pinned", "unpinned": "unpinned", "repressed": "repressed", "unrepressed": "unrepressed",
+                  "corrected": "corrected", "deleted": "deleted"}
+
+
+@register.filter
+def operator_verb(kind: str) -> str:
+    return OPERATOR_VERBS.get(kind, kind.replace("_", " "))
+
+
+KIND_LABELS = {"kb_fact": "fact", "agent_trait": "assistant note", "user_trait": "trait", "stm_page": "recent turn",
+               "mtm_page": "mid-term page", "turn": "said earlier", "profile": "profile"}
+
+
+@register.filter
+def kind_label(kind: str) -> str:
+    """A recalled item's kind as people read it ("kb_fact" -> "fact")."""
+    return KIND_LABELS.get(kind, kind.replace("_", " "))
+
+
+@register.filter
+def split(text: str) -> list[str]:
+    return text.split()
+
+
+@register.filter
+def values_text(value) -> str:
+    """A correction's before or after (a dict of fields, or one value) as one line of text."""
+    if isinstance(value, dict):
+        return " / ".join(str(v) for v in value.values() if v not in (None, ""))
+    return "" if value is None else str(value)
+
+
+@register.filter
+def deleted_counts(counts) -> str:
+    """{"pages": 4, "segments": 1, ...} as "4 pages, 1 segment"."""
+    if not isinstance(counts, dict):
+        return ""
+    words = {"pages": "page", "segments": "segment", "facts": "fact", "agent_traits": "agent trait",
+             "traits": "trait", "recollections": "recollection"}
+    return ", ".join(f"{n} {words.get(k, k)}{'' if n == 1 else 's'}" for k, n in counts.items() if n) or "nothing else"
+
+
 @register.filter
 def get(mapping, key):
     """mapping[key] in a template, or None."""

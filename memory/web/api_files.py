@@ -10,11 +10,12 @@ from ninja.files import UploadedFile
 from ninja.pagination import paginate
 
 from memory.selectors.files import attached_files
+from memory.services.common import text_check
 from memory.services.files import file_delete, file_of, file_open, file_upload
 from memory.web.api import ERRORS, file_out
 from memory.web.api_auth import ApiError, caller_of
 from memory.web.pagination import Pages
-from memory.web.schemas import FileOut
+from memory.web.schemas import ErrorOut, FileOut
 
 router = Router(tags=["files"])
 def _found(user, cid: str):
@@ -24,11 +25,12 @@ def _found(user, cid: str):
     return row
 
 
-@router.post("/files", response={200: FileOut, **ERRORS})
+@router.post("/files", response={200: FileOut, **ERRORS, 503: ErrorOut})
 def upload_file(request, file: File[UploadedFile], user: str | None = None):
     """Upload a file (multipart field `file`: text, PDF or an image, at most MEMORYOS_MAX_FILE_BYTES)
     for a turn to carry: send its `cid` in the turn's `files`. The same content is stored once."""
     caller = caller_of(request, user)
+    text_check(file.name or "file", field="file name")  # as every way in checks text
     return file_out(file_upload(user=caller.user, name=file.name or "file", data=file.read(),
                                 declared_type=file.content_type or ""))
 

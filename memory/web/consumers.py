@@ -34,13 +34,15 @@ from memory.services.chat import (
     chat_turn_frames,
     connections_kept,
 )
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, TextRefused, texts_check
 from memory.services.turn_input import turn_input_limits
 from memory.web.rate_limit import rate_limit_wait
 
 log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
+# A message frame is {"type", "text", "files": [...], "sona"}: two levels.
+FRAME_MAX_DEPTH = 4
 
 
 def user_group(user_id: int) -> str:
@@ -164,8 +166,17 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except ValueError:
             await self.send_error("bad_json", "The frame is not valid JSON.")
             return None
+        except RecursionError:  # json's parser recurses once per level: thousands of [ or {
+            await self.send_error("bad_json", f"The frame nests its JSON deeper than the parser follows "
+                                  f"(at most {FRAME_MAX_DEPTH} levels are needed).")
+            return None
         if not isinstance(content, dict):
             await self.send_error("bad_frame", 'A frame must be a JSON object such as {"type": "message"}.')
+            return None
+        try:
+            texts_check(content, field="")  # as every way in checks text (memory/services/common.py)
+        except TextRefused as exc:
+            await self.send_error("invalid", str(exc), field=exc.field)
             return None
         return content
 

@@ -12,9 +12,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.text import Truncator
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory.selectors.accounts import user_named
+from memory.selectors.blast_radius import pinned_in_radius
 from memory.selectors.memories import memory_for_actions
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete
@@ -115,6 +117,11 @@ def correct(request, username, kind, ident):
         except MemoryInputError as exc:
             error = str(exc)
         else:
+            if request.htmx:  # the page shows the old text in places the bar does not reach: reload it
+                messages.success(request, f"Corrected: version {memory.version + 1} is what is remembered now.")
+                response = HttpResponse(status=200)
+                response["HX-Refresh"] = "true"
+                return response
             return _bar(request, target, kind, ident, notice="Corrected: a new version.")
     return render(request, "inspector/_correct.html", {"target": target, "m": memory, "error": error},
                   status=refused_status(request, bool(error)))
@@ -134,8 +141,10 @@ def delete(request, username, kind, ident):
         raise Http404(str(exc)) from None
     if request.method == "GET":
         return render(request, "inspector/_delete.html", {"target": target, "r": radius, "kind": kind,
-                                                          "ident": ident})
-    messages.success(request, f"Deleted {radius.title[:80]!r} and what depended only on it. This is final.")
+                                                          "ident": ident,
+                                                          "pinned": pinned_in_radius(user=target, radius=radius)})
+    messages.success(request, f"Deleted “{Truncator(radius.title).words(14)}” and what depended only on it. "
+                              "This is final.")
     destination = _back(request, request.POST.get("next"),
                         default=reverse("inspector_overview", args=[target.get_username()]))
     if request.htmx:

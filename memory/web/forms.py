@@ -15,6 +15,28 @@ class SignUpForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         fields = ("username",)
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A refused sign-up keeps what was typed: retyping two passwords to fix a username is a chore.
+        for name in ("password1", "password2"):
+            self.fields[name].widget.render_value = True
+
+    def _post_clean(self) -> None:
+        """Django files what is wrong with the password under its confirmation; it belongs under the
+        password (only "the two do not match" stays with the confirmation)."""
+        super()._post_clean()
+        if "password2" not in self._errors:
+            return
+        errors = self._errors["password2"].as_data()
+        about_password = [e for e in errors if e.code != "password_mismatch"]
+        if about_password:
+            self._errors.setdefault("password1", self.error_class()).extend(about_password)
+            kept = [e for e in errors if e.code == "password_mismatch"]
+            if kept:
+                self._errors["password2"] = self.error_class(kept)
+            else:
+                del self._errors["password2"]
+
 
 class SonaForm(forms.Form):
     name = forms.CharField(max_length=SONA_NAME_MAX_CHARS, strip=True,
@@ -27,6 +49,7 @@ class SonaForm(forms.Form):
     recall_policy = forms.ChoiceField(required=False, label="How it recalls")
 
     def __init__(self, *args, user, **kwargs):
+        kwargs.setdefault("auto_id", "sona_%s")  # the chat page also holds the profile card's "name"
         super().__init__(*args, **kwargs)
         self.user = user
         self.fields["recall_policy"].choices = [("", f"default ({default_policy_name()})")] + [

@@ -20,9 +20,11 @@ from memory.engine.traits import CATEGORIES
 from memory.inspector import charts
 from memory.recall.base import UnknownPolicyError, get_policy, policy_names
 from memory.recall.pipeline import gather
-from memory.selectors import decay, log, long_term, stats, tiers
+from memory.selectors import audit, decay, log, long_term, stats, tiers
 from memory.selectors import provenance as provenances
+from memory.selectors import replay as replays
 from memory.selectors.accounts import user_named
+from memory.selectors.recall_panel import search_listing
 from memory.selectors.traces import policy_section, trace_get, trace_timings, traces
 from memory.web.access import can_inspect, switchable_users
 
@@ -41,7 +43,7 @@ def _render(request, template: str, target, section: str, context: dict, partial
     if partial and request.htmx:
         return render(request, f"{template}#{partial}", {"target": target, **context})
     return render(request, template, {
-        "target": target, "section": section, "sections": SECTIONS,
+        "target": target, "section": section, "sections": SECTIONS, "section_label": dict(SECTIONS).get(section, ""),
         "switchable": switchable_users(request.user), **context})
 
 
@@ -52,7 +54,7 @@ def _int(value, default: int) -> int:
         return default
 
 
-SEGMENTS_PER_PAGE, TRACES_PER_PAGE, EVENTS_PER_PAGE = 25, 20, 50
+SEGMENTS_PER_PAGE, TRACES_PER_PAGE, EVENTS_PER_PAGE, RESULTS_PER_PAGE = 25, 20, 50, 10
 
 
 def _page(rows, request, *, per_page: int):
@@ -83,6 +85,7 @@ def overview(request, username):
     data = stats.overview(user=target)
     return _render(request, "inspector/overview.html", target, "overview",
                    {"o": data, "tiers_figure": charts.tiers_figure(data.counts),
+                    "rows": audit.events_with_subjects(user=target, events=data.recent_events),
                     "decay": decay.exocortex_curves(user=target)})
 
 
@@ -187,7 +190,9 @@ def provenance(request, username, kind, ident):
     rows = [(link, found.labels[link.node.pk], _node_url(name, link.node, trait_key.get(link.node.object_id)))
             for link in found.links]
     return _render(request, "inspector/provenance.html", target, "lpm",
-                   {"p": found, "rows": rows, "graph_figure": charts.provenance_figure(nodes, edges)})
+                   {"p": found, "rows": rows, "has_sources": any(link.direction == "from" for link in found.links),
+                    "has_derived": any(link.direction == "to" for link in found.links),
+                    "graph_figure": charts.provenance_figure(nodes, edges)})
 
 
 @login_required
@@ -203,8 +208,10 @@ def recalls(request, username):
             search = gather(user=target, query=query[:2000], policy=policy or None, now=timezone.now())
         except UnknownPolicyError as exc:
             error = str(exc)
+    found, standing = search_listing(search.items) if search else ([], [])
     context = {"traces": _page(traces(user=target), request, per_page=TRACES_PER_PAGE), "q": query,
-               "search": search, "error": error, "policy": policy,
+               "search": search, "error": error, "policy": policy, "standing": standing,
+               "results": Paginator(found, RESULTS_PER_PAGE).get_page(_int(request.GET.get("rpage"), 1)),
                "policies": [(name, get_policy(name).title) for name in policy_names()]}
     return _render(request, "inspector/recalls.html", target, "recalls", context,
                    partial="trace-list" if request.GET.get("part") == "list" else None)
@@ -231,7 +238,8 @@ def events(request, username):
     page = _page(log.events(user=target, kinds=kinds, query=request.GET.get("q", "").strip()), request,
                  per_page=EVENTS_PER_PAGE)
     return _render(request, "inspector/events.html", target, "events",
-                   {"events": page, "group": group, "groups": log.EVENT_GROUPS, "q": request.GET.get("q", "")},
+                   {"events": page, "rows": audit.events_with_subjects(user=target, events=page.object_list),
+                    "group": group, "groups": log.EVENT_GROUPS, "q": request.GET.get("q", "")},
                    partial="event-list" if request.GET.get("part") == "list" else None)
 
 
@@ -242,6 +250,6 @@ def replay(request, username):
     target = _target(request, username)
     total = len(log.replay_of(user=target))
     step = max(0, min(_int(request.GET.get("step"), total), total))
-    view = log.replay_view(user=target, step=step)
+    view = replays.replay_view(user=target, step=step)
     return _render(request, "inspector/replay.html", target, "replay", {"r": view},
                    partial="replay-state" if request.GET.get("part") == "state" else None)

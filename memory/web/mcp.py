@@ -27,7 +27,7 @@ from memory.engine.ipld import Link, NodeError, node_decode
 from memory.recall.base import UnknownPolicyError
 from memory.selectors.memories import memory_by_cid, memory_node_by_cid
 from memory.selectors.sonas import sona_named
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, texts_check
 from memory.services.files import file_open
 from memory.services.recall import recall_for_query
 from memory.services.remember import memory_add
@@ -66,7 +66,16 @@ def _known_sona(user, name: str):
     return found
 
 
+def _texts(**arguments: Any) -> None:
+    """A tool's arguments, checked as every way in checks text (memory/services/common.py)."""
+    try:
+        texts_check(arguments, field="")
+    except MemoryInputError as error:
+        raise ToolError(str(error)) from None
+
+
 def _recall(user, prompt: str, sona: str, policy: str) -> dict[str, Any]:
+    _texts(prompt=prompt, sona=sona, policy=policy)
     try:
         sona_row = _known_sona(user, sona) if sona else None
         found = recall_for_query(user=user, query=prompt, sona=sona_row, policy=policy or None,
@@ -79,6 +88,7 @@ def _recall(user, prompt: str, sona: str, policy: str) -> dict[str, Any]:
 
 
 def _add(user, text: str, sona: str, dependencies: dict[str, Any] | None) -> dict[str, Any]:
+    _texts(text=text, sona=sona, dependencies=dependencies)
     try:
         page = memory_add(user=user, text=text, sona=sona or None, dependencies=dependencies or {})
     except MemoryInputError as error:
@@ -87,6 +97,7 @@ def _add(user, text: str, sona: str, dependencies: dict[str, Any] | None) -> dic
 
 
 def _get(user, cid: str) -> dict[str, Any]:
+    _texts(cid=cid)
     node = memory_node_by_cid(user=user, cid=cid)
     if node is None or not node.block:
         raise ToolError(f"No memory with content id {cid} here.")
@@ -107,6 +118,7 @@ def _get(user, cid: str) -> dict[str, Any]:
 
 
 def _file(user, cid: str) -> bytes:
+    _texts(cid=cid)
     try:
         return file_open(user=user, cid=cid)[1]
     except MemoryInputError as error:

@@ -42,7 +42,7 @@ from memory.engine.ports import ChatMessage
 from memory.engine.retrieval import estimate_tokens
 from memory.selectors.sonas import sona_list, sona_named
 from memory.services.chat import ChatTurn, chat_open, chat_turn_accept, connections_kept
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, texts_check
 from memory.services.context_pages import context_pages_store
 from memory.services.tokens import token_authenticate
 from memory.services.turns import reply_model_name
@@ -161,6 +161,10 @@ def completion_request_parse(body: object) -> CompletionRequest:
     the rest of the body is accepted and ignored."""
     if not isinstance(body, dict):
         raise OpenAIError(400, "The request body must be a JSON object.")
+    try:  # NUL and lone surrogates, refused as every way in refuses them (the prompt's context included)
+        texts_check(body, field="body")
+    except MemoryInputError as error:
+        raise OpenAIError(400, str(error), param=getattr(error, "field", None)) from None
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise OpenAIError(400, "'model' is required: the name of one of your sonas (GET /v1/models lists them).",

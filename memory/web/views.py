@@ -13,6 +13,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memory.config import memory_params
 from memory.selectors.chat import chat_history
 from memory.selectors.long_term import profile_exists, profile_initial
 from memory.selectors.recall_panel import turn_recall
@@ -48,6 +49,7 @@ def home(request):
         return render(request, "memory/home.html#transcript", {"pages": pages, "total": total})
     context = {
         "pages": pages, "total": total, "stats": memory_stats(user=request.user),
+        "stm_capacity": memory_params().stm_capacity,
         "ask_profile": not profile_exists(user=request.user),
         "profile_form": ProfileForm(),
         "max_chars": settings.MEMORYOS["MAX_MESSAGE_CHARS"], **_sona_context(request),
@@ -59,7 +61,8 @@ def home(request):
 @login_required
 @require_GET
 def stats(request):
-    return render(request, "memory/home.html#stats", {"stats": memory_stats(user=request.user)})
+    return render(request, "memory/home.html#stats", {"stats": memory_stats(user=request.user),
+                                                      "stm_capacity": memory_params().stm_capacity})
 
 
 @login_required

@@ -71,13 +71,26 @@
     return t.scrollHeight - t.scrollTop - t.clientHeight < 120;
   }
 
+  // Set at once, not smoothly: a smooth scroll still under way reads as "not near the bottom", and
+  // the next reply would stop being followed. "Jump to latest" shows while the reader is scrolled up.
   function scrollToEnd(force) {
     const t = transcript();
-    if (force || nearBottom()) t.scrollTop = t.scrollHeight;
+    if (force || nearBottom()) t.scrollTo({ top: t.scrollHeight, behavior: "instant" });
+    showJump();
   }
 
-  function newTurn(turnId, query, sona) {
-    const stick = nearBottom();
+  const jump = document.createElement("button");
+  jump.type = "button";
+  jump.className = "jump-latest";
+  jump.hidden = true;
+  jump.textContent = "↓ Jump to latest";
+  jump.addEventListener("click", () => { scrollToEnd(true); input.focus(); });
+  chat.append(jump);
+  function showJump() { jump.hidden = nearBottom(); }
+  chat.addEventListener("scroll", showJump, true); // scroll does not bubble: caught on its way down
+
+  function newTurn(turnId, query, sona, mine) {
+    const stick = mine || nearBottom();
     document.getElementById("empty-state")?.remove();
     const article = template.content.firstElementChild.cloneNode(true);
     article.dataset.turnId = turnId;
@@ -280,10 +293,12 @@
         showModels(frame.models);
         break;
       case "models.ready": showModels(frame.models); break;
-      case "turn.user":
-        if (frame.text === lastSent) { lastSent = null; lastFiles = []; }
-        newTurn(frame.turn_id, frame.text, frame.sona);
+      case "turn.user": {
+        const mine = frame.text === lastSent; // this tab's own message: always followed
+        if (mine) { lastSent = null; lastFiles = []; }
+        newTurn(frame.turn_id, frame.text, frame.sona, mine);
         break;
+      }
       case "turn.started": startTurn(frame); break;
       case "turn.token": appendToken(frame); break;
       case "turn.done": finishTurn(frame); break;

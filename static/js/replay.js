@@ -32,7 +32,7 @@
     else if (action === "play") {
       if (timer) { stop(button); return; }
       if (now >= parseInt(slider().max, 10)) go(0);
-      button.textContent = "⏸ Pause";
+      button.textContent = "‖ Pause";
       button.setAttribute("aria-pressed", "true");
       const speed = document.querySelector("[data-replay=speed]");
       timer = setInterval(function () {

@@ -67,7 +67,8 @@ def server_env(var_dir: Path, **extra: str) -> dict[str, str]:
     env.update(MEMORYOS_VAR_DIR=str(var_dir), MEMORYOS_MAINTENANCE_MODE="sync", HF_HUB_OFFLINE="1",
                DJANGO_SETTINGS_MODULE="memoryos_site.settings", DEBUG="1", PYTHONUNBUFFERED="1",
                # A test types faster than a person: room for nine turns in a few seconds, not for a flood.
-               MEMORYOS_CHAT_RATE_BURST=str(RATE_BURST), MEMORYOS_CHAT_RATE_PER_MINUTE="60", **extra)
+               MEMORYOS_CHAT_RATE_BURST=str(RATE_BURST), MEMORYOS_CHAT_RATE_PER_MINUTE="60")
+    env.update(extra)
     return env
 
 
@@ -110,6 +111,25 @@ def memoryos_server(tmp_path_factory) -> Iterator[LiveServer]:
     var_dir = tmp_path_factory.mktemp("live-var")
     env = server_env(var_dir)
     migrate(env)
+    with running_server(env, var_dir / "daphne.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def demo_server(tmp_path_factory):
+    require_browser()
+    var_dir = tmp_path_factory.mktemp("inspector-var")
+    # DEBUG off, as `make run` serves: the pages people see (the 404 page too), static files from
+    # collectstatic through whitenoise.
+    env = server_env(var_dir, DEBUG="0", SECRET_KEY="browser-tests-only-" + "k" * 40)
+    migrate(env)
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env,
+                   check=True, timeout=300)
+    # As `make run` does, before the server starts: a server opens its embedded vector shard as it
+    # starts (its warm-up), and a shard is opened by one process at a time.
+    out = subprocess.run([sys.executable, "manage.py", "demo_user"], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True, timeout=600).stdout
+    assert "mid-term segments" in out, out
     with running_server(env, var_dir / "daphne.log") as server:
         yield server
 

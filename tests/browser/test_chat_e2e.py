@@ -77,8 +77,8 @@ def test_chat_remembers_across_reload_and_moves_old_turns_to_mtm(memoryos_server
 
     # A second sona, created and selected over htmx; memory is shared with the first.
     page.click(".new-sona summary")
-    page.fill("#sona-bar #id_name", "coach")
-    page.fill("#sona-bar #id_profile", "An encouraging running and wellbeing coach.")
+    page.fill("#sona-bar #sona_name", "coach")
+    page.fill("#sona-bar #sona_profile", "An encouraging running and wellbeing coach.")
     page.click("#sona-bar button[type=submit]")
     expect(page.locator("#sona-select option:checked")).to_have_text("coach")
 

@@ -4,12 +4,9 @@ log and the tier counts change. Screenshots go to test-artifacts/ (the README sh
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.browser.conftest import ROOT, migrate, running_server, server_env, sign_up
+from tests.browser.conftest import sign_up
 from tests.browser.test_chat_e2e import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -21,23 +18,6 @@ FIGURES_DRAWN = """() => [...document.querySelectorAll('[data-figure]')].map((el
   // plotly.js keeps numpy arrays as {dtype, bdata} in el.data and decodes them into _fullData
   points: (el._fullData || []).reduce((n, t) => n + ((t.x && t.x.length) || (t.r && t.r.length) || 0), 0),
 }))"""
-
-
-@pytest.fixture(scope="module")
-def demo_server(tmp_path_factory):
-    from tests.browser.conftest import require_browser
-
-    require_browser()
-    var_dir = tmp_path_factory.mktemp("inspector-var")
-    env = server_env(var_dir)
-    migrate(env)
-    # As `make run` does, before the server starts: a server opens its embedded vector shard as it
-    # starts (its warm-up), and a shard is opened by one process at a time.
-    out = subprocess.run([sys.executable, "manage.py", "demo_user"], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True, timeout=600).stdout
-    assert "mid-term segments" in out, out
-    with running_server(env, var_dir / "daphne.log") as server:
-        yield server
 
 
 def sign_in(page, server) -> None:
@@ -65,6 +45,7 @@ def test_every_inspector_page_draws_its_figures_without_errors(demo_server, brow
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     sign_in(page, demo_server)
+    page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)  # a send before it is refused
     send(page, "What do you remember about my training plan?", 0)  # a trace to inspect
     base = f"{demo_server.url}/inspector/demo"
     expected_figures = {"": ["tiers-figure", "decay-figure"], "mtm/": ["heat-figure", "membership-figure"],

@@ -35,6 +35,10 @@ class Command(BaseCommand):
                 summary = memory_import(user=owner, source=handle, into_existing=into_existing)
         except MemoryInputError as error:
             raise CommandError(str(error)) from None
+        if summary.source_user and summary.source_user != owner.get_username():
+            self.stderr.write(self.style.WARNING(
+                f"Warning: this archive is {summary.source_user}'s export; it is now in {owner.get_username()}'s "
+                f"memory (their words, facts and traits among {owner.get_username()}'s own)."))
         counts = ", ".join(f"{count} {name}" for name, count in summary.records.items() if count)
         self.stdout.write(f"{user}: {summary.blocks} blocks checked, {summary.nodes} nodes, {summary.edges} edges "
                           f"({counts}) from archive {summary.root}")

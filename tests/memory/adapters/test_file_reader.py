@@ -94,3 +94,56 @@ def test_a_worker_that_cannot_start_is_a_refusal_that_says_so(monkeypatch):
     with pytest.raises(FileTypeError, match=r"The server could not start its file reader \(.*temporarily "
                                             r"unavailable\); try again later"):
         read(pdf_pages(1))
+
+
+def test_six_pdfs_at_once_start_no_more_readers_than_the_cap(monkeypatch):
+    """Six uploads at once started six reader processes (issue 35, finding 7); now at most
+    `readers` run at once, and the others wait for a place."""
+    import threading
+
+    real_popen = file_reader.subprocess.Popen
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    class Counted(real_popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+
+        def wait(self, *args, **kwargs):
+            code = super().wait(*args, **kwargs)
+            with lock:
+                if not getattr(self, "_counted_out", False):
+                    self._counted_out = True
+                    running[0] -= 1
+            return code
+
+    monkeypatch.setattr(file_reader.subprocess, "Popen", Counted)
+    results: list = []
+    budget = ReadBudget(readers=2, wait_seconds=60.0)
+    threads = [threading.Thread(target=lambda: results.append(read(pdf_pages(2), budget))) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(results) == 6 and all("Page" in r.text or r.text for r in results)
+    assert most[0] == 2
+
+
+def test_an_upload_that_finds_every_reader_busy_past_its_wait_is_told_when_to_come_back():
+    import threading
+
+    slow = pdf_slow_pages()
+    budget = ReadBudget(seconds=3, readers=1, wait_seconds=0.2)
+    holder = threading.Thread(target=lambda: read(slow, budget))
+    holder.start()
+    time.sleep(0.5)  # the slow one holds the only place
+    started = time.monotonic()
+    with pytest.raises(file_reader.FileReadersBusy, match=r"All 1 file readers of this server are busy; try "
+                                                           r"the upload again in 3 s") as busy:
+        read(pdf_pages(1), budget)
+    assert time.monotonic() - started < 1.0 and busy.value.retry_after == 3
+    holder.join(30)
+    assert read(pdf_pages(1), budget).text  # a place is free again

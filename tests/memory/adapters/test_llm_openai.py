@@ -20,6 +20,7 @@ from memory.adapters.llm import (
     complete_json,
     json_candidates,
     parse_json_loosely,
+    reply_bounded,
 )
 from memory.engine.ports import ChatMessage, ChatModel, ChatResult, Embedder, ModelError
 from tests.openai_server import API_KEY, OpenAIServer, fake_vector, run_openai_server
@@ -577,3 +578,57 @@ def test_build_embedder_picks_the_backend(server: OpenAIServer) -> None:
     assert isinstance(embedder, OpenAIEmbedder)
     with pytest.raises(ValueError, match="unknown embedding backend 'bert'"):
         build_embedder(backend="bert")
+
+
+# -- replies without an end (issue 35, findings 3 and 4) ----------------------------------------
+
+def test_a_stream_that_stalls_after_its_first_token_is_cut_at_the_reply_timeout(server: OpenAIServer) -> None:
+    """One token, then only keep-alives: no read ever timed out and the stream never ended. Now it
+    is cut at reply_timeout, the cut is the breaker's failure, and the connection is closed."""
+    server.fail("stall_after_first")
+    chat = make_chat(server, timeout=30.0, first_token_timeout=5.0, reply_timeout=0.8)
+    started = time.monotonic()
+    got: list[str] = []
+    with pytest.raises(ModelError, match="reply's time cap"):
+        for delta in chat.stream(QUESTION):
+            got.append(delta)
+    assert got == ["Thinking"]
+    assert 0.7 < time.monotonic() - started < 1.8
+    assert chat.breaker.snapshot().failures == 1
+    deadline = time.monotonic() + 5
+    while server.open_streams and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.open_streams == 0  # the client hung up: no reader thread left holding it
+
+
+def test_reply_bounded_cuts_huge_tokens_at_the_character_cap(server: OpenAIServer) -> None:
+    server.fail("huge_tokens")
+    chat = make_chat(server, timeout=30.0)
+    text = "".join(reply_bounded(chat.stream(QUESTION, max_tokens=1024), max_chars=10_000, max_seconds=30.0,
+                                 model=chat))
+    assert len(text) == 10_000 and text.startswith("a" * 4000 + "b" * 4000 + "c")
+
+
+def test_reply_bounded_fails_a_model_without_deadline_of_its_own_once_time_is_up() -> None:
+    class Slow:
+        name = "slow"
+
+        def __init__(self) -> None:
+            self.breaker = CircuitBreaker(name="slow", failure_threshold=1)
+            self.closed = False
+
+        def stream(self):
+            try:
+                while True:
+                    time.sleep(0.05)
+                    yield "word "
+            finally:
+                self.closed = True
+
+    model = Slow()
+    got = []
+    with pytest.raises(ModelError, match="reply's time cap"):
+        for token in reply_bounded(model.stream(), max_chars=10**6, max_seconds=0.3, model=model):
+            got.append(token)
+    assert 3 <= len(got) <= 8 and model.closed
+    assert model.breaker.snapshot().state == "open"

@@ -64,7 +64,7 @@ def test_heat_figure_has_a_line_per_segment_the_threshold_and_the_decay():
     assert sum(terms) == pytest.approx(heat, abs=1e-3)
     threshold = traces(fig, role="threshold")[0]
     assert values(threshold["y"]) == [5.0, 5.0] and "τ = 5" in threshold["name"]
-    assert values(threshold["x"]) == [T0.isoformat(), (T0 + 5 * DAY).isoformat()]
+    assert values(threshold["x"]) == [(T0 + DAY).isoformat(), (T0 + 5 * DAY).isoformat()]  # the lines' span
     decay = traces(fig, role="decay")[0]
     assert values(decay["x"])[-1] == 5.0 and values(decay["y"])[-1] == pytest.approx(math.exp(-5 * 86400 / MU))
     assert not traces(fig, role="eviction_cut")  # MTM was never full
@@ -128,3 +128,64 @@ def test_provenance_figure_lays_out_sources_left_and_derivations_right():
     assert positions == {"segment": 0, "page": -1, "fact": 1}
     assert values(traces(fig, role="edge_labels")[0]["text"]) == ["contains 1.00", "extracted_from 0.50"]
     assert traces(fig, role="nodes")[0]["customdata"] == [["segment:S", "/s"]]
+
+
+def test_every_figure_has_a_title_and_named_axes():
+    params = MemoryParams(recency_mu_seconds=MU, heat_threshold=5.0)
+    history = heat_history(HISTORY_LOG, params=params, samples=5, end=T0 + 5 * DAY)
+    built = [charts.heat_figure(history, labels={}, threshold=5.0, decay=decay_curve(span_seconds=86400, mu_seconds=MU),
+                                mu_seconds=MU),
+             charts.tiers_figure({"STM pages": (3, 7)}),
+             charts.membership_figure([], evictions={}, labels={}),
+             charts.traits_figure([], categories=CATEGORIES)]
+    for fig in map(figure, built):
+        assert fig["layout"]["title"]["text"]
+    tiers = figure(built[1])
+    assert tiers["layout"]["xaxis"]["title"]["text"] == "items held, of the tier's capacity"  # counts, not shares
+
+
+def test_the_heat_figures_threshold_and_recency_span_the_plotted_lines_not_the_logs_clock():
+    """An imported conversation of 2025 beside a profile edit made 600 days later: the threshold line
+    spans the lines' days, not the months between the two clocks (the demo's data was squeezed into
+    the left 15 % of the width)."""
+    from memory.engine.lifecycle import HeatHistory, HeatPoint
+
+    line = [HeatPoint(at=T0 + d * DAY, visits=0.0, interaction=float(d), recency=1.0) for d in range(6)]
+    history = HeatHistory(series={"A": line}, cut=[], start=T0, end=T0 + 600 * DAY)
+    fig = figure(charts.heat_figure(history, labels={}, threshold=5.0, decay=[(0.0, 1.0)], mu_seconds=MU))
+    assert values(traces(fig, role="threshold")[0]["x"]) == [T0.isoformat(), (T0 + 5 * DAY).isoformat()]
+    assert charts.data_span(history) == (T0, T0 + 5 * DAY)
+
+
+def test_decay_figures_marker_labels_sit_on_either_side_of_their_lines():
+    line = charts.DecayLine(label="yours", ages_seconds=[1, 10, 100], recency=[1, .5, .1], nostalgia=None,
+                            crossing_seconds=None)
+    fig = figure(charts.decay_figure([line], oldest_seconds=200.0, short_term_seconds=150.0))
+    anchors = {a["text"]: a["xanchor"] for a in fig["layout"]["annotations"]}
+    assert anchors["end of short-term"] != anchors["oldest memory"]
+
+
+def test_a_provenance_graph_of_200_nodes_groups_its_crowded_columns():
+    centre = charts.GraphNode(key="fact:F", label="the fact", kind="fact", url="/f", level=0)
+    pages = [charts.GraphNode(key=f"page:{i}", label=f"page {i} with a long text that would be cut", kind="page",
+                              url=f"/p/{i}", level=-1) for i in range(198)]
+    segment = charts.GraphNode(key="segment:S", label="Porto, Lia, birthday", kind="segment", url="/s", level=-1)
+    edges = [charts.GraphEdge(source="fact:F", target=n.key, relation="contains", weight=1.0) for n in pages]
+    edges.append(charts.GraphEdge(source="fact:F", target="segment:S", relation="extracted_from", weight=1.0))
+    fig = figure(charts.provenance_figure([centre, *pages, segment], edges))
+    labels = [label for t in traces(fig, role="nodes") for label in values(t["text"])]
+    assert len(labels) == 3 and "198 pages (listed below)" in labels and "1 segment (listed below)" in labels
+    assert sorted(values(traces(fig, role="edge_labels")[0]["text"])) == ["contains ×198", "extracted_from 1.00"]
+    small = figure(charts.provenance_figure([centre, segment], edges[-1:]))
+    assert "Porto, Lia, birthday" in [label for t in traces(small, role="nodes") for label in values(t["text"])]
+
+
+def test_the_heat_axis_shows_where_the_lines_change_not_months_of_decay_after():
+    from memory.engine.lifecycle import HeatHistory, HeatPoint
+
+    line = [HeatPoint(at=T0 + d * DAY, visits=0.0, interaction=float(min(d, 4)), recency=1.0) for d in range(6)]
+    line.append(HeatPoint(at=T0 + 600 * DAY, visits=0.0, interaction=4.0, recency=0.1))
+    history = HeatHistory(series={"A": line}, cut=[], start=T0, end=T0 + 600 * DAY)
+    fig = figure(charts.heat_figure(history, labels={}, threshold=5.0, decay=[(0.0, 1.0)], mu_seconds=MU))
+    start, end = fig["layout"]["xaxis"]["range"]
+    assert start < T0.isoformat() and (T0 + 4 * DAY).isoformat() < end < (T0 + 5 * DAY).isoformat()

@@ -59,6 +59,19 @@ def test_a_turn_over_the_limit_is_named_and_nothing_is_stored(tmp_path, settings
     assert not get_user_model().objects.filter(username="ana").exists()
 
 
+def test_text_no_database_stores_is_named_and_nothing_is_stored(tmp_path):
+    """NUL in a conversation's text: SQLite kept it, PostgreSQL refuses it (issue 35, finding 2)."""
+    bad = {2: [("Ana", "I started\u0000 pottery classes."), ("Ben", "Which studio?")]}
+    path = write(tmp_path, [sample({**SIX_TURNS, **bad}, sample_id="nul")])
+    with pytest.raises(CommandError) as err:
+        run("import_conversation", str(path), "--user", "ana", "--sample", "0")
+    message = str(err.value)
+    assert "Nothing was imported" in message
+    assert ("sample 0 (nul), session 2, turn 0, field 'text' holds a NUL character (U+0000) at character 10: "
+            "text may hold neither NUL characters nor lone surrogates.") in message
+    assert DialoguePage.objects.count() == 0
+
+
 def test_a_turn_id_given_twice_is_refused(tmp_path):
     twice = sample(SIX_TURNS)
     twice["conversation"]["session_2"][1]["dia_id"] = "D1:2"

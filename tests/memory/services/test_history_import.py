@@ -17,7 +17,7 @@ from memory.benchmarks.exports import (
     claude_conversation,
     claude_json,
 )
-from memory.models import DialoguePage, Sona
+from memory.models import DialoguePage, LifecycleEvent, Sona
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import
 from memory.services.recall import recall_for_query
@@ -47,6 +47,9 @@ def test_an_export_becomes_pages_with_their_times_and_a_second_run_adds_nothing(
     assert (report.format, report.conversations, report.messages, report.pages, report.added) == (
         "chatgpt", 2, 6, 3, 3)
     assert report.titles == ["Family visit", "Allotment"]
+    [event] = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.HISTORY_IMPORTED)
+    assert event.payload == {"format": "chatgpt", "file": "chatgpt-export.zip", "conversations": 2, "messages": 6,
+                             "added": 3, "already": 0, "skipped": {}}
     pages = list(DialoguePage.objects.filter(user=user).order_by("seq"))
     assert [p.query for p in pages] == ["maya: My brother Daniel lives in Porto with his daughter Lia.",
                                         "maya: In June, for Lia's fifth birthday.",

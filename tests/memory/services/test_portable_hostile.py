@@ -113,6 +113,21 @@ HOSTILE: dict[str, tuple[Callable, str]] = {
     "a page timestamp that is garbage": (with_record("page", created_at="yesterday"), "cannot be stored"),
     "a sona name too long": (with_record("sona", name="n" * 500), "sona record #0: name"),
     "a file without its bytes": (with_record("file", content_cid="bafkreinotthere"), "names bytes the archive"),
+    # What no memory could reach (issue 35, finding 5): the first turn after such an import used to
+    # work and every later one fail on the page number's uniqueness.
+    "a next_seq at the counter's end": (with_record("state", next_seq=2**63 - 1),
+                                        "state record #0: next_seq is 9223372036854775807; a memory holds 1 to"),
+    "a page seq past any memory": (with_record("page", seq=2**62), "page record #0: seq is 4611686018427387904"),
+    "a page seq below one": (with_record("page", seq=-3), "page record #0: seq is -3; a memory holds 1 to"),
+    "a page version past any counter": (with_record("page", version=2**40), "page record #0: version"),
+    "a file larger than any file": (with_record("file", size=2**50), "file record #0: size is 1125899906842624"),
+    "a page from the future": (with_record("page", timestamp="2999-01-01T00:00:00+00:00"),
+                               "page record #0: timestamp is 2999-01-01T00:00:00+00:00, in the future"),
+    "a page time without its zone": (with_record("page", timestamp="2024-01-01T00:00:00"), "without its zone"),
+    "a NUL in a page's words": (with_record("page", query="maps\x00of Lisbon"),
+                                "page record #0: query holds a NUL character (U+0000) at character 5"),
+    "a NUL in a sona's name": (with_record("sona", name="fri\x00end"), "sona record #0: name holds a NUL"),
+    "a NUL in the root": (setter("exported_at", "2024\x00"), "its root: exported_at holds a NUL"),
 }
 
 
@@ -171,7 +186,9 @@ def test_a_memory_with_something_in_it_is_added_to_only_when_asked(make_user, ar
     path.write_bytes(data)
     with pytest.raises(CommandError, match="--into-existing"):
         call_command("memory_import", str(path), user="carol", stdout=io.StringIO())
-    call_command("memory_import", str(path), user="carol", into_existing=True, stdout=io.StringIO())
+    warned = io.StringIO()
+    call_command("memory_import", str(path), user="carol", into_existing=True, stdout=io.StringIO(), stderr=warned)
+    assert "Warning: this archive is alice's export; it is now in carol's memory" in warned.getvalue()
     pages = list(DialoguePage.objects.filter(user=carol).order_by("seq"))
     assert [p.query for p in pages] == ["I grow tomatoes on my balcony.", "I collect antique maps of Lisbon.",
                                         "My sister Lena plays the cello."]
@@ -195,3 +212,15 @@ def test_an_added_archive_without_its_state_record_still_leaves_room_for_the_nex
     seqs = list(DialoguePage.objects.filter(user=carol).order_by("seq").values_list("seq", flat=True))
     assert len(seqs) == len(set(seqs)) == 4
     assert DialoguePage.objects.get(user=carol, seq=seqs[-1]).query == "My cat is called Miso."
+
+
+def test_importing_ones_own_export_warns_of_nothing(make_user, tmp_path):
+    alice = make_user("alice")
+    memory_add(user=alice, text="I collect antique maps of Lisbon.")
+    path = tmp_path / "alice.car"
+    path.write_bytes(exported(alice))
+    DialoguePage.objects.filter(user=alice).delete()
+    MemoryNode.objects.filter(user=alice).delete()
+    warned = io.StringIO()
+    call_command("memory_import", str(path), user="alice", stdout=io.StringIO(), stderr=warned)
+    assert warned.getvalue() == ""

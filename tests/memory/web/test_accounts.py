@@ -61,6 +61,9 @@ def test_an_error_answer_carries_no_traceback(make_user, monkeypatch):
     response = client.get("/api/memory/sonas")
     assert response.status_code == 500
     assert b"secret detail" not in response.content and b"Traceback" not in response.content
+    # The documented JSON error, not Django's HTML page (issue 35, finding 9).
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["code"] == "internal" and set(response.json()) == {"code", "message", "detail"}
 
 
 @pytest.mark.django_db
@@ -71,12 +74,22 @@ def test_an_error_answer_carries_no_traceback(make_user, monkeypatch):
     ("short", b"at least 8 characters"),
     (" " * 8, b"cannot be only spaces"),
     ("\t \u3000 \n \t ", b"cannot be only spaces"),
+    ("\u200b" * 8, b"cannot be only spaces"),  # zero-width spaces (issue 35, finding 8)
+    ("\u200b\u2060\ufeff\u00ad \u200d\u180e\u2063", b"cannot be only spaces"),
 ])
 def test_sign_up_refuses_weak_passwords(client, password, reason):
     response = client.post("/accounts/signup/", {"username": "zoe-walker", "password1": password,
                                                  "password2": password})
     assert response.status_code == 200 and reason in response.content
     assert not response.wsgi_request.user.is_authenticated
+
+
+@pytest.mark.django_db
+def test_sign_up_takes_a_password_with_visible_characters_among_invisible_ones(client):
+    password = "\u200bcorrect horse\u200b"
+    response = client.post("/accounts/signup/", {"username": "zoe-walker", "password1": password,
+                                                 "password2": password})
+    assert response.status_code == 302
 
 
 def _sign_in(username: str, password: str, *, address: str = "10.0.0.1"):

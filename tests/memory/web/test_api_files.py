@@ -227,3 +227,72 @@ def test_property_malformed_uploads_never_get_a_500_and_a_refused_one_writes_not
             assert AttachedFile.objects.filter(user=ana).count() == rows and stored_blobs() == blobs
 
     check()
+
+
+async def _asgi_upload(token: str, body: bytes, boundary: str) -> tuple[int, dict, dict]:
+    """An upload over ASGI without a Content-Length (as a chunked request arrives), in pieces."""
+    from asgiref.testing import ApplicationCommunicator
+
+    from memoryos_site.asgi import application
+
+    scope = {"type": "http", "http_version": "1.1", "method": "POST", "path": "/api/memory/files",
+             "raw_path": b"/api/memory/files", "query_string": b"", "root_path": "", "scheme": "http",
+             "server": ("testserver", 80), "client": ("127.0.0.1", 5000),
+             "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode()),
+                         (b"transfer-encoding", b"chunked"),
+                         (b"content-type", f"multipart/form-data; boundary={boundary}".encode())]}
+    talk = ApplicationCommunicator(application, scope)
+    piece = 1 << 20
+    for start in range(0, len(body), piece):
+        await talk.send_input({"type": "http.request", "body": body[start:start + piece],
+                               "more_body": start + piece < len(body)})
+    start = await talk.receive_output(60)
+    answer = await talk.receive_output(60)
+    headers = {key.decode().lower(): value.decode() for key, value in start["headers"]}
+    return start["status"], headers, json.loads(answer["body"])
+
+
+async def test_a_chunked_upload_is_measured_30_mb_get_413_and_a_small_one_is_stored(clients):
+    """A 30 MB upload sent chunked got 422 "file field required" (issue 35, finding 9): Django read a
+    body without a length as an empty form."""
+    from channels.db import database_sync_to_async
+
+    ana = clients[0]
+    _, token = await database_sync_to_async(token_create)(user=ana, name="chunked")
+    boundary = "hostile-boundary"
+
+    def body(data: bytes) -> bytes:
+        return (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"notes.txt\"\r\n"
+                f"Content-Type: text/plain\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+
+    status, _, answer = await _asgi_upload(token, body(b"x" * (30 * 1024 * 1024)), boundary)
+    assert status == 413 and answer["code"] == "body_too_large"
+    assert not await database_sync_to_async(AttachedFile.objects.filter(user=ana).exists)()
+    status, _, answer = await _asgi_upload(token, body(NOTES), boundary)
+    assert status == 200 and answer["name"] == "notes.txt" and answer["size"] == len(NOTES)
+
+
+def test_an_upload_that_finds_every_pdf_reader_busy_gets_503_with_retry_after(clients, settings):
+    import threading
+
+    from memory.adapters.file_reader import ReadBudget, file_text_within
+    from tests.memory.hostile_files import pdf_slow_pages
+
+    settings.MEMORYOS = {**settings.MEMORYOS, "FILE_READERS": 1, "FILE_READERS_WAIT_S": 0.2,
+                         "FILE_READ_SECONDS": 3.0}
+    ana, ana_client, _, _ = clients
+    holder = threading.Thread(target=lambda: file_text_within(
+        pdf_slow_pages(), max_chars=1000, max_pixels=1000, budget=ReadBudget(seconds=3, readers=1)))
+    holder.start()
+    try:
+        import time
+
+        time.sleep(0.5)
+        response = upload(ana_client, "pages.pdf", pdf_pages(2), "application/pdf")
+        assert response.status_code == 503 and response["Retry-After"] == "3"
+        assert response.json()["code"] == "busy" and "file readers of this server are busy" in \
+            response.json()["message"]
+        assert not AttachedFile.objects.filter(user=ana).exists()
+    finally:
+        holder.join(30)
+    assert upload(ana_client, "pages.pdf", pdf_pages(2), "application/pdf").status_code == 200

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import uuid
 
@@ -311,9 +312,28 @@ async def test_a_message_carries_its_uploaded_files_and_not_another_users(channe
     assert [(f["name"], f["cid"]) for f in done["files"]] == [("notes.txt", mine.content_cid)]
     assert done["files"][0]["url"] == f"/api/memory/files/{mine.content_cid}/content"
     await tab.send_json_to({"type": "message", "text": "Their notes.", "files": [theirs.content_cid]})
-    refused = (await frames_until(tab, final))[-1]
-    assert refused["type"] == "turn.error" and "No uploaded file with content id" in refused["error"]
+    refused = await tab.receive_json_from(TIMEOUT)
+    # Refused before the message is shown as started, naming the route that uploads (issue 35).
+    assert refused == {"type": "error", "code": "invalid", "error": f"No uploaded file with content id "
+                       f"{theirs.content_cid!r} here; upload it first (POST /api/memory/files)."}
+    assert await tab.receive_nothing(timeout=0.3)  # no turn.user, no turn.started
     assert [p.query for p in await pages_of(user)] == ["My notes."]
+    await tab.disconnect()
+
+
+async def test_a_frame_nested_5000_deep_gets_a_clear_error_and_logs_no_traceback(channel_layer, ana, caplog):
+    """It got an "internal" error and a logged traceback (json's parser recursing past Python's limit)."""
+    tab = await open_socket(ana[1])
+    with caplog.at_level(logging.WARNING):
+        await tab.send_to(text_data="[" * 5000 + "]" * 5000)
+        error = await tab.receive_json_from(TIMEOUT)
+        await tab.send_to(text_data='{"a":' * 2500 + "1" + "}" * 2500)
+        nested_object = await tab.receive_json_from(TIMEOUT)
+    assert error["type"] == "error" and error["code"] == "bad_json" and "deeper" in error["error"]
+    assert nested_object["code"] == "bad_json"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    await tab.send_json_to({"type": "message", "text": "Still here?"})  # the socket lives on
+    assert (await frames_until(tab, final))[-1]["type"] == "turn.done"
     await tab.disconnect()
 
 

@@ -53,7 +53,11 @@ def test_correct_form_saves_a_version_and_refuses_a_stale_one(client, owner_page
     assert b'name="version" value="1"' in form.content and b"red flowerpot" in form.content
     saved = client.post(url(user, page, "correct"), {"version": "1", "query": "I keep a spare key under the mat.",
                                                      "response": "Noted."}, **HTMX)
-    assert saved.status_code == 200 and b"Corrected" in saved.content
+    # The page reloads (the old text shows in places the action bar does not reach), with the notice.
+    assert saved.status_code == 200 and saved["HX-Refresh"] == "true"
+    stm = client.get(f"/inspector/{user.username}/stm/").content.decode()
+    assert "Corrected: version 2" in stm
+    assert "<strong>User:</strong> I keep a spare key under the mat." in stm  # the meta chain is derived later
     stale = client.post(url(user, page, "correct"), {"version": "1", "query": "Another edit."}, **HTMX)
     assert stale.status_code == 200 and b"changed since you read it" in stale.content  # htmx swaps only 2xx
     assert DialoguePage.objects.get(id=page.id).query == "I keep a spare key under the mat."

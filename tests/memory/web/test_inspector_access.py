@@ -124,7 +124,8 @@ def test_a_segment_page_draws_that_segment_s_heat_as_the_mid_term_page_does(clie
     figure = json.loads(re.search(r'<script id="heat-figure" type="application/json">(.*?)</script>', html,
                                   re.S).group(1))
     names = {trace.get("name") for trace in figure["data"]}
-    assert segment.label in " ".join(n for n in names if n)  # its own line, by its label
-    assert not any(str(other.label) in " ".join(n for n in names if n)  # and no other segment's
-                   for other in Segment.objects.filter(user=owner).exclude(pk=segment.pk) if other.label)
+    shown = " ".join(n for n in names if n)
+    assert f"· {str(segment.id)[:6]}" in shown  # its own line, by its name and the head of its id
+    assert not any(f"· {str(other.id)[:6]}" in shown  # and no other segment's
+                   for other in Segment.objects.filter(user=owner).exclude(pk=segment.pk))
     assert any("recency" in str(axis.get("title")) for key, axis in figure["layout"].items() if "yaxis" in key)

@@ -211,6 +211,10 @@ USER = [{"role": "user", "content": "Hello there."}]
     ({"model": OFFLINE, "messages": USER, "n": 2}, "n", "'n' must be 1"),
     ({"model": OFFLINE, "messages": USER, "temperature": 3}, "temperature", "from 0 to 2"),
     ({"model": OFFLINE, "messages": USER, "stream": "yes"}, "stream", "true or false"),
+    ({"model": OFFLINE, "messages": [{"role": "user", "content": "a\u0000b"}]}, "body.messages[0].content",
+     "NUL character"),
+    (b'{"model": "offline-engine", "messages": [{"role": "system", "content": "x\\ud800"}, '
+     b'{"role": "user", "content": "hi"}]}', "body.messages[0].content", "lone surrogate"),
 ])
 def test_requests_openai_would_refuse_get_400_in_its_shape_and_store_nothing(asgi_url, ana, body, param, words):
     response = post(asgi_url, ana[1], body)

@@ -48,6 +48,29 @@ def test_sign_up_refuses_a_short_password(client):
     response = client.post("/accounts/signup/", {"username": "zoe", "password1": "short",
                                                  "password2": "short"})
     assert response.status_code == 200 and b"at least 8 characters" in response.content
+    form = response.context["form"]
+    # The reason is filed under the password, not under its confirmation, and both stay filled in.
+    assert "at least 8 characters" in " ".join(form.errors["password1"]) and "password2" not in form.errors
+    html = response.content.decode()
+    assert html.count('value="short"') == 2
+
+
+@pytest.mark.django_db
+def test_sign_up_keeps_the_mismatch_under_the_confirmation(client):
+    response = client.post("/accounts/signup/", {"username": "zoe", "password1": "a-long-secret-1",
+                                                 "password2": "a-long-secret-2"})
+    assert list(response.context["form"].errors) == ["password2"]
+
+
+@pytest.mark.django_db
+def test_the_chat_page_has_one_element_per_id(ana_client):
+    """The new-sona form's "Name" label once named the profile card's field (both were id_name)."""
+    import re
+
+    _, client = ana_client
+    html = client.get("/").content.decode()
+    ids = re.findall(r'\sid="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
 
 
 @pytest.mark.django_db
@@ -195,7 +218,7 @@ def test_recall_panel_shows_items_with_their_score_breakdown(ana_client, memory_
     if "mtm_page" in kinds:
         for label in ("similarity", "segment Fscore", "keyword Jaccard", "heat before"):
             assert label in html
-    assert html.count('<li class="recalled">') == len(result.prompt.included)
+    assert html.count('<li class="recalled') == len(result.prompt.included)  # the unrelated ones folded
     assert "One of your last 7 turns" in html and "What the scores mean" in html
 
 
@@ -272,7 +295,7 @@ def test_recall_panel_leads_with_why_in_words_and_explains_every_score(ana_clien
         ],
     })
     html = client.get(f"/chat/turns/{page.id}/recall/", **HTMX).content.decode()
-    first, second = html.split('<li class="recalled">')[1:3]
+    first, second = html.split('<li class="recalled')[1:3]
     assert "called <mark>Biscuit</mark> &lt;b&gt;!&lt;/b&gt;" in first  # matched word marked, text escaped
     assert "Shares words with your message: “Biscuit”." in first
     assert "Close in meaning to your message" in first
@@ -281,8 +304,30 @@ def test_recall_panel_leads_with_why_in_words_and_explains_every_score(ana_clien
     assert "Part of the topic “Biscuit the golden retriever”." in first
     assert "heat before" in first and "2.500" in first and "heat after" in first
     assert "Close in meaning" not in second and "<mark>" not in second
+    # The weather shares nothing with the question: shown apart, folded, not among what was remembered.
+    assert second.startswith(' unrelated">') and "1 more item was in the prompt without a word" in html
     legend = html.split("What the scores mean")[1]
     for label in ("dense", "sparse", "feedback", "speaker", "score", "final", "cosine", "bm25", "heat before"):
         assert f"<dt>{label}</dt>" in legend, label
     assert "N_visit + L_interaction + exp(−Δt/μ)" in legend and "τ = 5" in legend
     assert 'title="Words: the BM25 keyword score' in html  # each number has its explanation on hover
+
+
+@pytest.mark.django_db
+def test_a_trace_shows_a_zero_score_as_zero_not_as_missing(ana_client):
+    """The trace page printed "—" for every score that was 0.0 (a template default on a falsy value)."""
+    import uuid
+
+    from django.utils import timezone
+
+    from memory.models import PageStatus, RetrievalTrace
+
+    user, client = ana_client
+    page = DialoguePage.objects.create(user=user, seq=1, query="Hello?", response="Hi.",
+                                       status=PageStatus.COMPLETE, timestamp=timezone.now())
+    trace = RetrievalTrace.objects.create(user=user, page=page, query=page.query, payload={
+        "segments": [{"id": str(uuid.uuid4()), "summary": "a topic", "relevance": 0.0, "jaccard": 0.0,
+                      "fscore": 0.0, "heat_before": 0.0, "chosen": False}]})
+    html = client.get(f"/inspector/{user.username}/recalls/{trace.id}/").content.decode()
+    row = html.split("a topic</a>")[1].split("</tr>")[0]
+    assert "—" not in row and row.count(">0.0<") == 4
