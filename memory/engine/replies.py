@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from .fact_answers import KnownFact, answer_from_facts
 from .supersession import asks_about_the_past, says_superseded, successor_in
 from .text import WORD, clean_text, content_terms, is_question, sentence_inside, split_sentences, stem
 from .types import RecalledItem
@@ -47,10 +48,20 @@ _STALE_WEIGHT = 0.5  # a sentence stating a superseded memory's value, for a que
 _MAX_WORDS = 120
 _SNIPPET_WORDS = 40
 _ROLE_SPLIT = re.compile(r"(?im)(?:^|\s\|)\s*(user|assistant)\s*:\s*")
-_SPEAKER = re.compile(r"(?:(?<=^)|(?<=\s))([A-Z][\w'-]{0,30}):\s")
+# A label that names a time or a topic ("April: Kyoto first", "Update: …") is no speaker.
+_NOT_SPEAKERS = ("January|February|March|April|May|June|July|August|September|October|November|December|Monday|"
+                 "Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|Today|Tonight|Tomorrow|Yesterday|Update|News|"
+                 "Note|Edit|PS|Plans?|Reminder|Summary|Also|Answer|Question|Morning|Evening|Weekend|Spring|Summer|"
+                 "Autumn|Fall|Winter")
+_SPEAKER = re.compile(r"(?:(?<=^)|(?<=\s))(?!(?:" + _NOT_SPEAKERS + r"):)([A-Z][\w'-]{0,30}):\s")
 # Earlier offline replies restate memory; quoting them would cite a citation.
 _OWN_REPLY = re.compile(r"^\s*(?:(?:Here's what I remember|I don't recall anything|Got it|Okay|You're welcome|Bye"
-                        r"|Hi)\b|I'm [^,.]{1,40}, )")
+                        r"|Hi|I have kept|Before that, you|You live in)\b|I'm [^,.]{1,40}, )")
+# A page's attached files follow "Attached:" (memory/models.py): what the file says, no speaker's.
+_ATTACHED = "attached"
+_ASKS_FILE = re.compile(r"\b(?:file|files|document|doc|attachment|attached|pdf|list|notes|sheet)\b|\.\w{2,4}\b",
+                        re.IGNORECASE)
+_FILE_BONUS = 0.5
 # A question without its question mark, as people type them: "what is my dog's name", "tell me
 # about…"; "When I was a kid…" is a statement.
 _ASKS_START = re.compile(
@@ -130,6 +141,7 @@ def _said_parts(item: RecalledItem) -> list[tuple[str, str]]:
     if item.kind == "turn":  # "<speaker>: <words>", the speaker possibly of several words
         speaker, _, words = text.partition(": ")
         return [(speaker, words)] if words else [("", text)]
+    text, _, attached = text.partition(" | Attached: ")
     pieces = _ROLE_SPLIT.split(text)
     roles = [("", pieces[0])] + [(role.lower(), body) for role, body in zip(pieces[1::2], pieces[2::2], strict=True)]
     parts: list[tuple[str, str]] = []
@@ -140,11 +152,15 @@ def _said_parts(item: RecalledItem) -> list[tuple[str, str]]:
         if labelled[0].strip():
             parts.append((role or "user", labelled[0]))
         parts += list(zip(labelled[1::2], labelled[2::2], strict=True))
+    if attached.strip():
+        parts.append((_ATTACHED, re.sub(r"^\[[^\]]{1,120}\]\s*", "", attached.strip())))
     return parts
 
 
 def _speaker_of(label: str, *, user_names: frozenset[str], sona_name: str | None) -> str:
     lowered = label.lower()
+    if lowered == _ATTACHED:
+        return _ATTACHED
     if lowered in ("user", *user_names):
         return "user"
     if lowered == "assistant" or (sona_name and lowered == sona_name.lower()):
@@ -218,10 +234,12 @@ def gather_evidence(message: str, items: Sequence[RecalledItem], *, query_terms:
                 strong = len((shared & terms) - _FRAME_WORDS)  # who said it is no answer by itself
                 # Meaning alone vouches only for words that say something ("Wow, Mel!" does not).
                 on_topic = semantic >= _SEMANTIC_FLOOR and len(terms) >= _MIN_TERMS
-                if not (strong or on_topic or item.kind == "profile" and shared):
+                about_file = speaker == _ATTACHED and bool(_ASKS_FILE.search(message))
+                if not (strong or on_topic or about_file or item.kind == "profile" and shared):
                     continue
                 key = " ".join(sentence.lower().split())
-                found = Evidence(semantic + _LEXICAL_WEIGHT * lexical, semantic, strong, item, speaker,
+                bonus = _FILE_BONUS if about_file else 0.0
+                found = Evidence(semantic + _LEXICAL_WEIGHT * lexical + bonus, semantic, strong, item, speaker,
                                  sentence.strip(), order)
                 if key not in best or best[key].relevance < found.relevance:
                     best[key] = found
@@ -281,7 +299,8 @@ def cite(evidence: Evidence, now: datetime | None) -> str:
     if evidence.speaker == "noted":
         sentence = second_person(snippet)
         return f"{when} I noted that {sentence}{'' if sentence[-1] in '.!?…' else '.'}{note}"
-    who = {"user": "you told me", "assistant": "I said"}.get(evidence.speaker, f"{evidence.speaker} said")
+    who = {"user": "you told me", "assistant": "I said", _ATTACHED: "the file you attached said"}.get(
+        evidence.speaker, f"{evidence.speaker} said")
     return f"{when} {who}: “{snippet}”{note}"
 
 
@@ -333,15 +352,22 @@ def answer(evidence: Sequence[Evidence], *, user_name: str | None, now: datetime
     return words_cut(reply, _MAX_WORDS)
 
 
+# "Big news: …", "Guess what, …": a lead-in is not part of what is remembered.
+_LEAD_IN = re.compile(r"^\s*(?:(?:big |good |some |great |exciting |sad )?news|update|guess what|so|okay|ok|well|"
+                      r"oh|hey|btw|fyi|by the way|fun fact|quick update)\s*[:,!.-]+\s*", re.IGNORECASE)
+
+
 def acknowledge(message: str, evidence: Sequence[Evidence], *, user_name: str | None,
                 now: datetime | None) -> str:
     """A statement is remembered: said back in the second person, linked to a related memory."""
     statements = [s for s in split_sentences(message) if not is_question(s) and content_terms(s)]
     if not statements:
         return f"Okay{_addressed(user_name)}. Tell me more whenever you like."
-    first = statements[0]
-    said = (f"I'll remember that {sentence_inside(reflect(first))}" if not _SECOND_PERSON.search(first)
-            else f"I'll remember what you said: “{first.rstrip()}”")
+    first = _LEAD_IN.sub("", statements[0]) or statements[0]
+    if not _SECOND_PERSON.search(first):
+        said = f"I'll remember that {sentence_inside(reflect(first))}"
+    else:
+        said = f"I'll remember what you said: “{first.rstrip()}”"
     said = words_cut(said, _SNIPPET_WORDS)
     reply = f"Got it{_addressed(user_name)}. {said}{'' if said.endswith(('”', '…')) else '.'}"
     related = next((e for e in evidence if e.matched and e.semantic >= _SEMANTIC_FLOOR
@@ -365,12 +391,39 @@ def about_you(items: Sequence[RecalledItem], *, sona_name: str | None) -> str | 
 
 def compose_reply(message: str, items: Sequence[RecalledItem], *, user_name: str | None = None,
                   sona_name: str | None = None, now: datetime | None = None,
-                  user_aliases: Collection[str] = ()) -> str:
-    """The offline answer to a message, from what was recalled for it.
+                  user_aliases: Collection[str] = (), facts: Sequence[KnownFact] = (),
+                  persona: str = "") -> str:
+    """The offline answer to a message, from what is known and what was recalled for it.
 
     `user_aliases` are the names the user's own words are stored under ("Sam: …"), so that they
-    are cited as "you told me". At most three memories and about 120 words.
+    are cited as "you told me". `facts` are the person's long-term facts: a question about them is
+    answered from the current ones first (the past ones when it asks about the past), then from the
+    turns recalled. `persona` is the sona's description: "keeps answers short" makes them short.
+    At most three memories and about 120 words.
     """
+    reply = _compose(message, items, user_name=user_name, sona_name=sona_name, now=now, user_aliases=user_aliases,
+                     facts=facts)
+    return shorten(reply) if wants_short(persona) else reply
+
+
+_SHORT = re.compile(r"\b(?:short|brief|briefly|concise|terse|succinct|few words|to the point|laconic)\b", re.I)
+
+
+def wants_short(persona: str) -> bool:
+    """A sona described as keeping answers short."""
+    return bool(_SHORT.search(persona or ""))
+
+
+def shorten(reply: str) -> str:
+    """A reply cut to its point: no preamble, its first sentence or citation, at most 30 words."""
+    text = re.sub(r"^(?:Here's what I remember(?:, [^:]+)?:|Got it(?:, [^.]+)?\.)\s*", "", reply)
+    text = text.split(" It goes with something I remember:")[0]
+    first = re.match(r"(.+?[.!?…”])(?:\s|$)", text)
+    return words_cut(first.group(1) if first else text, 30)
+
+
+def _compose(message: str, items: Sequence[RecalledItem], *, user_name: str | None, sona_name: str | None,
+             now: datetime | None, user_aliases: Collection[str], facts: Sequence[KnownFact]) -> str:
     names = {w.lower() for name in (user_name, sona_name, *user_aliases) if name for w in name.split()}
     user_names = frozenset(a.lower() for a in (*user_aliases, user_name or "") if a)
     query_terms = frozenset(t.stem for t in content_terms(message)) - names - {stem(n) for n in names}
@@ -381,6 +434,10 @@ def compose_reply(message: str, items: Sequence[RecalledItem], *, user_name: str
         itself = about_you(items, sona_name=sona_name)
         if itself:
             return itself
+    if asks(message):
+        known = answer_from_facts(message, facts)
+        if known is not None:
+            return known
     evidence = gather_evidence(message, items, query_terms=query_terms, user_names=user_names, sona_name=sona_name)
     evidence = current_first(message, evidence, items)
     if not asks(message):

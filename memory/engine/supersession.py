@@ -278,21 +278,23 @@ _ACTIVITY_OFF = re.compile(_SUBJ + r"(?:stopped|quit|gave up|don't|do not|no lon
                            r"(?P<value>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)", re.I)
 
 
-def _normalise(text: str) -> str:
+def normalise_statement(text: str) -> str:
+    """A statement as the readers take it: a stored fact's "User" read as the speaker's "I"."""
     text = clean_text(text)
     for pattern, replacement in _STORED_SUBJECT:
         text = pattern.sub(replacement, text)
     return text
 
 
-def _clauses(text: str) -> Iterator[str]:
-    for sentence in split_sentences(_normalise(text)):
+def clauses_of(text: str) -> Iterator[str]:
+    """The clauses of a statement's sentences that are not questions."""
+    for sentence in split_sentences(normalise_statement(text)):
         if is_question(sentence):
             continue
         yield from (c.strip() for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip())
 
 
-def _blocked(clause: str, head: str) -> bool:
+def blocked(clause: str, head: str) -> bool:
     """A clause that claims nothing about now: a hypothetical, a plan, a joke."""
     return bool(_HYPOTHETICAL.search(head) or _JOKE.search(clause)
                 or re.match(r"\W*(?:if|when|once|unless|what if|imagine)\b", clause, re.I))
@@ -301,7 +303,7 @@ def _blocked(clause: str, head: str) -> bool:
 def _claim(clause: str, match: re.Match[str], slot: str, *, key: str = "", value: str | None = None,
            ended: str = "", past: bool | None = None) -> Claim | None:
     head = match.group("head") if "head" in match.groupdict() else ""
-    if _blocked(clause, head or ""):
+    if blocked(clause, head or ""):
         return None
     subject = _subject(head or "")
     if subject is None:
@@ -420,7 +422,7 @@ def _pet(clause: str) -> list[Claim | None]:
                 continue
             head = match.group("head") or ""
             subject = _subject(head)
-            if _blocked(clause, head) or subject is None:
+            if blocked(clause, head) or subject is None:
                 return []
             return [Claim(subject=subject, slot="pet", key=name or species, value="gone", change=True, clause=clause)]
     for pattern in _PET_HAS:
@@ -505,7 +507,7 @@ def claims_of(text: str) -> list[Claim]:
 def _claims(text: str) -> tuple[Claim, ...]:
     # The current memories are read again for every new statement: a long conversation's are cached.
     found: list[Claim] = []
-    for clause in _clauses(text):
+    for clause in clauses_of(text):
         for reader in _READERS:
             found += [c for c in reader(clause) if c is not None]
     return tuple(found)
@@ -664,7 +666,7 @@ def period_label(valid_until: datetime | None) -> str:
     return f"until {valid_until:%B %Y}" if valid_until is not None else ""
 
 
-_PAST_QUESTION = re.compile(r"\b(?:before|used to|previous(?:ly)?|former(?:ly)?|earlier|old|originally|"
+_PAST_QUESTION = re.compile(r"\b(?:before|used to|use to|previous(?:ly)?|former(?:ly)?|earlier|old|originally|"
                             r"back then|in the past|first)\b", re.I)
 
 

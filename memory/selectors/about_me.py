@@ -84,7 +84,9 @@ class AboutMe:
 
 
 def _sources(user, page_ids) -> dict[str, Source]:
-    pages = DialoguePage.objects.filter(user=user, id__in=uuids(page_ids)).only("id", "seq", "query", "timestamp")
+    # A turn set aside as saying otherwise (a correction represses it) is no reason for a belief.
+    pages = DialoguePage.objects.filter(user=user, id__in=uuids(page_ids), repressed=False).only(
+        "id", "seq", "query", "timestamp")
     return {str(p.id): Source(page_id=str(p.id), seq=p.seq, text=p.query, at=p.timestamp) for p in pages}
 
 

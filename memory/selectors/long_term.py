@@ -107,3 +107,44 @@ def knowledge_base(*, user):
 
 def agent_traits(*, user):
     return AgentTrait.objects.filter(user=user).order_by("-created_at")
+
+
+@dataclass(frozen=True)
+class FactWithPeriod:
+    """A fact as the places that list facts show it: current, or superseded with its period and
+    what took its place ("until March 2026; since then: User lives in Porto")."""
+
+    fact: KnowledgeFact
+    successor: str = ""
+
+    @property
+    def current(self) -> bool:
+        return self.fact.valid_until is None
+
+    @property
+    def period(self) -> str:
+        if self.fact.valid_until is None:
+            return ""
+        since = f"; since then: {self.successor}" if self.successor else ""
+        return f"until {self.fact.valid_until:%B %Y}{since}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.fact.text} ({self.period})" if self.period else self.fact.text
+
+
+def facts_with_periods(*, user, limit: int = 200) -> list[FactWithPeriod]:
+    """The person's facts (repressed ones left out), current first (newest first), then the
+    superseded ones with their period, most recently ended first."""
+    rows = list(KnowledgeFact.objects.filter(user=user, repressed=False)
+                .only("id", "text", "timestamp", "created_at", "valid_from", "valid_until", "superseded_by",
+                      "source_page_ids").order_by("-created_at")[:limit])
+    texts = {row.pk: row.text for row in rows}
+    missing = {row.superseded_by for row in rows if row.superseded_by and row.superseded_by not in texts}
+    if missing:
+        texts.update(KnowledgeFact.objects.filter(user=user, pk__in=missing).values_list("pk", "text"))
+    listed = [FactWithPeriod(fact=row, successor=texts.get(row.superseded_by, "") if row.superseded_by else "")
+              for row in rows]
+    current = [f for f in listed if f.current]
+    ended = sorted((f for f in listed if not f.current), key=lambda f: f.fact.valid_until, reverse=True)
+    return current + ended

@@ -231,6 +231,16 @@ def _text(values: dict, name: str, *, required: bool = True, limit: int = MAX_TE
     return value.strip()
 
 
+_page_corrected: list = []  # (*, user, page_id: str) -> None, called once a page's correction is committed
+
+
+def page_corrected_listen(listener) -> None:
+    """Call `listener(user=..., page_id=...)` after each page correction commits (memory/apps.py
+    connects the facts read at the turn, which read the corrected words again)."""
+    if listener not in _page_corrected:
+        _page_corrected.append(listener)
+
+
 def _correct_page(user, page: DialoguePage, values: dict, actor, reason: str):
     query = validate_message(values["query"]) if values.get("query") is not None else page.query
     response = _text(values, "response", required=False) if values.get("response") else page.response
@@ -257,6 +267,8 @@ def _correct_page(user, page: DialoguePage, values: dict, actor, reason: str):
         if not page.repressed and page.tier != Tier.ARCHIVED and vectors:
             index.upsert([page_point(page, vectors[0])])
             index_turns(user_id=page.user_id)
+        for listener in list(_page_corrected):  # the facts the corrected words state (memory/services/facts.py)
+            listener(user=user, page_id=str(page.pk))
 
     return before, {"query": query, "response": response}, sync
 

@@ -37,6 +37,7 @@ from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
 from memory.services.exocortex import recollections_make
+from memory.services.facts import facts_at_turn, facts_from_turns
 from memory.services.long_term import promote_segment
 from memory.services.model_tasks import summarise_segment
 from memory.services.pages import page_point, page_reply_store, page_row_text, page_text
@@ -60,6 +61,7 @@ MAX_RETRIES = 3
 @dataclass
 class MaintenanceReport:
     interrupted: int = 0  # pages of stopped turns completed without a reply
+    fact_changes: list = field(default_factory=list)  # facts the new turns stated (memory/services/facts.py)
     embedded: int = 0
     turns_indexed: int = 0
     chained: int = 0
@@ -88,6 +90,10 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
         try:
             # By wall-clock time, not `now` (a stopped turn is found by how long it has waited).
             report.interrupted = pages_interrupted_complete(user_id=user_id)
+            # Facts first: a fact told, or a change, is known before the next reply.
+            if facts_at_turn():
+                report.fact_changes = facts_from_turns(user_id=user_id, now=now)
+                between_steps()
             report.embedded = _embed_missing(user_id)
             between_steps()
             if index_turns_now:

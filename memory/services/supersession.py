@@ -27,7 +27,14 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.adapters import configured
-from memory.engine.supersession import Decision, Memory, Verdict, statement_of, supersession_candidates
+from memory.engine.supersession import (
+    Decision,
+    Memory,
+    Verdict,
+    claims_of,
+    statement_of,
+    supersession_candidates,
+)
 from memory.engine.traits import TRAITS_BY_KEY, update_trait_score
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode
 from memory.services import graph
@@ -69,12 +76,13 @@ def _statement(fact: KnowledgeFact) -> str:
     return statement_of(fact.text, " ".join(utterances))
 
 
-def _plan(user_id: int, fact: KnowledgeFact) -> list[Planned]:
-    """The candidates for one new fact, confirmed by the model when one is configured."""
+def _plan(user_id: int, fact: KnowledgeFact, statement: str = "") -> list[Planned]:
+    """The candidates for one new fact, confirmed by the model when one is configured. `statement`:
+    the words the fact was read from, when the caller knows them (else they are looked for)."""
     current = _current_before(user_id, fact)
     if not current:
         return []
-    statement = _statement(fact)
+    statement = statement or _statement(fact)
     memories = [Memory(id=str(row.id), text=row.text, at=row.timestamp) for row in current]
     texts = {str(row.id): row.text for row in current}
     planned = []
@@ -92,19 +100,43 @@ def _plan(user_id: int, fact: KnowledgeFact) -> list[Planned]:
     return planned
 
 
-def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime | None = None) -> list[Supersession]:
+def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime | None = None,
+                        statements: dict[str, str] | None = None) -> list[Supersession]:
     """Compare newly stored facts (oldest statement first) with the current facts before them and
     write the decisions; returns the supersessions and reviews written. Safe to run again: a pair
-    already decided is not looked at twice."""
+    already decided is not looked at twice. `statements`: the sentences each fact was read from, by
+    fact id, where the caller has them (facts read at their turn)."""
     facts = sorted(KnowledgeFact.objects.filter(user_id=user_id, pk__in=list(fact_ids)),
                    key=lambda f: (f.timestamp or f.created_at, f.created_at))
     written: list[Supersession] = []
     for fact in facts:
-        for planned in _plan(user_id, fact):  # the model is asked outside any transaction
-            row = _decide(user_id, planned, at=at)
+        statement = (statements or {}).get(str(fact.pk), "")
+        for planned in _plan(user_id, fact, statement) + _ended_by_later(user_id, fact):
+            row = _decide(user_id, planned, at=at)  # the model was asked outside any transaction
             if row is not None:
                 written.append(row)
     return written
+
+
+def _ended_by_later(user_id: int, fact: KnowledgeFact) -> list[Planned]:
+    """A fact stored after newer ones (promotion reads a segment's older turns late): a current fact
+    stated after it that changes its slot ends it at once, as it would have had they come in order."""
+    if fact.timestamp is None or not any(claim.value for claim in claims_of(fact.text)):
+        return []
+    slots = {(claim.subject, claim.slot) for claim in claims_of(fact.text)}
+    later = [row for row in KnowledgeFact.objects.filter(user_id=user_id, valid_until__isnull=True, repressed=False,
+                                                         timestamp__gt=fact.timestamp).exclude(pk=fact.pk)
+             .only("id", "text", "timestamp", "source_page_ids")
+             if {(c.subject, c.slot) for c in claims_of(row.text)} & slots]
+    planned = []
+    for row in sorted(later, key=lambda r: r.timestamp):
+        older = Memory(id=str(fact.pk), text=fact.text, at=fact.timestamp)
+        verdicts = supersession_candidates(_statement(row), [older])
+        confident = [v for v in verdicts if v.decision is Decision.SUPERSEDE]
+        if confident:
+            planned.append(Planned(new_id=row.pk, old_id=fact.pk, verdict=confident[0], decided_by=DETECTOR))
+            break  # ended once, by the earliest statement that ends it
+    return planned
 
 
 def supersession_detect_pending(*, user_id: int, at: datetime | None = None) -> list[Supersession]:

@@ -24,11 +24,13 @@ from memory.adapters.circuit import ModelCircuitOpen
 from memory.adapters.llm import reply_bounded
 from memory.config import memory_params
 from memory.engine import offline
+from memory.engine.fact_answers import KnownFact, with_known_facts
 from memory.engine.ports import ChatMessage, ModelError
 from memory.engine.retrieval import Prompt, assemble_prompt
 from memory.engine.types import RecalledItem
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
 from memory.recall.pipeline import embed_in_background
+from memory.selectors.long_term import facts_with_periods
 from memory.services.after_reply import maintenance_schedule, replies_under_way
 from memory.services.common import embed_or_none
 from memory.services.events import event_record
@@ -77,15 +79,22 @@ class TurnResult:
 
 
 def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None,
-                   files: Sequence[AttachedFile] = ()) -> str:
+                   files: Sequence[AttachedFile] = (), facts: Sequence[KnownFact] = ()) -> str:
     profile = getattr(user, "long_term_profile", None)
     name = profile.name if profile and profile.name else None
     # The user's utterances are indexed under their profile name, else their username
     # (memory/services/utterances.py): those are the words the reply cites as "you told me".
     reply = offline.compose_reply(query, recall.items, user_name=name, sona_name=sona.name if sona else None,
-                                  now=timezone.now(), user_aliases=(name or "", user.get_username()))
+                                  now=timezone.now(), user_aliases=(name or "", user.get_username()),
+                                  facts=facts, persona=sona.profile if sona else "")
     note = attachment_note(files)
     return f"{note}\n\n{reply}" if note else reply
+
+
+def _known_facts(user) -> list[KnownFact]:
+    """The person's facts as the offline reply reads them: current and superseded, with periods."""
+    return [KnownFact(text=f.fact.text, said_at=f.fact.timestamp, valid_until=f.fact.valid_until,
+                      successor=f.successor, id=str(f.fact.pk)) for f in facts_with_periods(user=user)]
 
 
 def _stream_words(text: str) -> Iterator[str]:
@@ -111,7 +120,8 @@ def reply_model_name() -> str:
 
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
                    on_token: Callable[[str], None] | None,
-                   files: Sequence[AttachedFile] = (), offline_reason: str = "") -> GeneratedReply:
+                   files: Sequence[AttachedFile] = (), offline_reason: str = "",
+                   facts: Sequence[KnownFact] = ()) -> GeneratedReply:
     """The reply, streamed through `on_token`, at most REPLY_MAX_TOKENS tokens, REPLY_MAX_CHARS
     characters and REPLY_MAX_SECONDS long (memory/adapters/llm.py reply_bounded). A failing LLM, or
     one cut for time, falls back to the offline engine; one whose circuit breaker is open
@@ -119,7 +129,7 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
     model = None if offline_reason else configured.chat_model()
     emit = on_token or (lambda _token: None)
     if model is None and not offline_reason:
-        reply = _offline_reply(query, recall, user=user, sona=sona, files=files)
+        reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts)
         for token in _stream_words(reply):
             emit(token)
         return GeneratedReply(reply, OFFLINE_MODEL_NAME)
@@ -142,7 +152,7 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
         breaker_open = isinstance(exc, ModelCircuitOpen)
     log.warning("event=reply_fallback user=%s breaker_open=%s reason=%r", user.pk, breaker_open, reason)
     notice = "\n\n(The language model is unavailable; this reply comes from the offline memory engine.)"
-    reply = _offline_reply(query, recall, user=user, sona=sona, files=files) + notice
+    reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts) + notice
     for token in _stream_words(reply):
         emit(token)
     return GeneratedReply(reply, OFFLINE_MODEL_NAME, reason, breaker_open)
@@ -177,6 +187,7 @@ class PreparedTurn:
     recall: Recall
     prompt: Prompt
     files: Sequence[AttachedFile]
+    facts: Sequence[KnownFact] = ()  # what is known of the person (read by the turn worker)
     # The message's vector (the recall's query vector): a page whose text is the message alone (an
     # offline reply's, memory/services/pages.py page_text) is stored with it, not embedded again.
     query_vector: list[float] | None = None
@@ -248,8 +259,14 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if sona.profile:
         system += f"\nYour persona: {sona.profile}"
 
+    # What is known of the person, read here (the reply's thread keeps no connection): the offline
+    # reply answers from it, and a model's prompt carries it, current facts first.
+    known = _known_facts(user)
+    in_prompt = known if configured.chat_model() is not None else []
+
     def prompt_for(items: list[RecalledItem]) -> Prompt:
-        return assemble_prompt(query=page.query + attachment_prompt_text(attached), items=items, system=system,
+        return assemble_prompt(query=page.query + attachment_prompt_text(attached),
+                               items=with_known_facts(items, in_prompt), system=system,
                                budget_tokens=memory_params().prompt_token_budget, context=context,
                                context_share=settings.MEMORYOS_OPENAI["CONTEXT_SHARE"])
 
@@ -260,7 +277,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if embedding is not None and embedding.done() and embedding.exception() is None:
         query_vector = embedding.result()[0]
     return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached,
-                        query_vector=query_vector, talk_reply=talk.text if talk is not None else None)
+                        query_vector=query_vector, facts=known,
+                        talk_reply=talk.text if talk is not None else None)
 
 
 def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = None,
@@ -278,7 +296,7 @@ def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = N
     else:
         generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
                                    sona=turn.sona, on_token=on_token, files=turn.files,
-                                   offline_reason=offline_reason)
+                                   offline_reason=offline_reason, facts=turn.facts)
     page = turn.page
     text = page_text(page.query, generated.text, generated.model, page.attachment_text)
     if turn.query_vector is not None and text == page.query:

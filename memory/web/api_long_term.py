@@ -22,9 +22,13 @@ def _profile(profile) -> dict[str, Any]:
 
 
 def _entry(row) -> dict[str, Any]:
+    until = row.valid_until
     return {"id": str(row.id), "text": row.text, "timestamp": row.timestamp, "cid": row.cid,
             "segment_id": str(row.segment_id) if row.segment_id else None, "version": row.version,
-            "source_page_ids": list(row.source_page_ids), "pinned": row.pinned, "repressed": row.repressed}
+            "source_page_ids": list(row.source_page_ids), "pinned": row.pinned, "repressed": row.repressed,
+            "valid_from": row.valid_from, "valid_until": until,
+            "superseded_by": str(row.superseded_by) if row.superseded_by else None,
+            "period": f"until {until:%B %Y}; superseded" if until is not None else ""}
 
 
 @router.get("/profile", response={200: ProfileOut, **ERRORS})

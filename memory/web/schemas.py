@@ -248,3 +248,9 @@ class EntryOut(Schema):
     repressed: bool
     version: int
     cid: str
+    # A superseded fact is history: when it stopped, what took its place, and its period in words
+    # ("until March 2026; superseded").
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+    period: str = ""

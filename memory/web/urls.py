@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.web import about_me, editing, history_import, inspector, profile, supersessions, tokens, views
+from memory.web import about_me, editing, history_import, inspector, notices, profile, supersessions, tokens, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("chat/sonas/select/", views.sona_select, name="sona_select"),
     path("chat/sonas/rename/", views.sona_rename_view, name="sona_rename"),
     path("chat/turns/<uuid:page_id>/recall/", views.recall_panel, name="turn_recall"),
+    path("chat/memory/undo/<uuid:fact_id>/", notices.memory_undo, name="chat_memory_undo"),
     path("me/", about_me.about_me, name="about_me"),
     path("me/export/", about_me.export, name="about_me_export"),
     path("me/erase/", about_me.erase, name="about_me_erase"),

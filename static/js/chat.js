@@ -227,6 +227,65 @@
     alertTimer = setTimeout(() => { alertBox.hidden = true; }, 8000);
   }
 
+  // --- "remembered" notices: what a turn's after-reply work did to facts, each with an undo ----
+  const memoryVerbs = { remembered: "Remembered", changed: "Updated", forgotten: "Forgot" };
+
+  function showMemoryChanged(frame, tries = 0) {
+    const article = transcript().querySelector(`.turn[data-page-id="${frame.page_id}"]`);
+    if (!article) { // the notice can outrun the reply's last frame: wait for the turn a little
+      if (tries < 20) setTimeout(() => showMemoryChanged(frame, tries + 1), 250);
+      return;
+    }
+    let notice = article.querySelector(".memory-notice");
+    if (!notice) {
+      notice = document.createElement("ul");
+      notice.className = "memory-notice";
+      notice.setAttribute("aria-live", "polite");
+      article.querySelector(".body").append(notice);
+    }
+    for (const change of frame.changes) {
+      if (notice.querySelector(`[data-fact-id="${change.fact_id}"]`)) continue;
+      notice.append(memoryChangeItem(change));
+    }
+  }
+
+  function memoryChangeItem(change) {
+    const item = document.createElement("li");
+    item.dataset.factId = change.fact_id;
+    item.dataset.action = change.action;
+    const words = document.createElement("span");
+    words.className = "memory-change";
+    const was = change.previous ? ` (was: ${change.previous})` : "";
+    words.textContent = `${memoryVerbs[change.action] || "Memory"}: ${change.text}${was}`;
+    item.append(words);
+    if (change.undo_url && change.action !== "forgotten") {
+      const undo = document.createElement("button");
+      undo.type = "button";
+      undo.className = "memory-undo";
+      undo.textContent = "Undo";
+      undo.addEventListener("click", () => undoMemoryChange(item, change, undo));
+      item.append(" ", undo);
+    }
+    return item;
+  }
+
+  async function undoMemoryChange(item, change, button) {
+    button.disabled = true;
+    try {
+      const response = await fetch(change.undo_url, { method: "POST", headers: { "X-CSRFToken": csrfToken() },
+                                                       credentials: "same-origin" });
+      if (!response.ok) throw new Error(`the server answered ${response.status}`);
+      const body = await response.json();
+      const back = body.current_again?.length ? ` ${body.current_again.join("; ")} again.` : "";
+      item.querySelector(".memory-change").textContent = `Undone: ${change.text}.${back}`;
+      item.dataset.action = "undone";
+      button.remove();
+    } catch (error) {
+      button.disabled = false;
+      showAlert(`Could not undo: ${error.message}`);
+    }
+  }
+
   function handle(frame) {
     switch (frame.type) {
       case "ready":
@@ -244,6 +303,7 @@
       case "turn.token": appendToken(frame); break;
       case "turn.done": finishTurn(frame); break;
       case "turn.error": failTurn(frame); break;
+      case "memory.changed": showMemoryChanged(frame); break;
       case "error":
         showAlert(frame.error, frame.code === "rate_limited" ? "info" : "");
         if (lastSent && !input.value) { input.value = lastSent; updateCounter(); }

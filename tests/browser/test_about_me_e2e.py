@@ -19,8 +19,10 @@ from memory.services import graph
 from persona.models import KnowledgeFact
 user = get_user_model().objects.get(username="mira")
 page = DialoguePage.objects.get(user=user, query="I live in Lyon.")
-fact = KnowledgeFact.objects.create(user=user, text="User lives in Lyon", normalised="user lives in lyon",
-                                    source_page_ids=[str(page.id)], timestamp=page.timestamp)
+# read at its turn already (memory/services/facts.py), else as a promotion writes it
+fact = KnowledgeFact.objects.filter(user=user, normalised="user lives in lyon").first() or KnowledgeFact.objects.create(
+    user=user, text="User lives in Lyon", normalised="user lives in lyon", source_page_ids=[str(page.id)],
+    timestamp=page.timestamp)
 node = graph.row_node_put(user_id=user.pk, kind=MemoryNode.Kind.FACT, row=fact)
 graph.edge_put(user_id=user.pk, source=node, target=graph.node_of(user_id=user.pk, obj=page,
                kind=MemoryNode.Kind.PAGE), relation="stated_in")

@@ -1,5 +1,5 @@
-"""`manage.py bench {retrieval,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession} [...]`: the benchmarks
-(tables or --json).
+"""`manage.py bench {retrieval,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession,feel} [...]`:
+the benchmarks (tables or --json).
 
 Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
 `run(options, stdout) -> dict` and `render(result) -> str`. Modules are imported when their
@@ -30,6 +30,7 @@ BENCHMARKS = {
     "memoria": "Memoria's pure core: CIDs, block verification, CAR archives, rank and budgeted expansion",
     "files": "files attached to turns: reading text, PDF and images, and a turn carrying one against a turn without",
     "supersession": "offline contradiction detection on hand-written scenarios: confusion table, precision, recall",
+    "feel": "memory a person can feel: chat scripts (facts told, changed, kept, asked) through the offline engine",
 }
 
 

@@ -38,9 +38,12 @@ def recalled_texts(user, query: str, policy: str) -> str:
 
 
 def fact(user, text: str, pages: list[DialoguePage], segment: Segment | None = None) -> KnowledgeFact:
-    """A KB fact stated in `pages`, with its node, edges and point, as a promotion writes it."""
-    row = KnowledgeFact.objects.create(user=user, text=text, normalised=text.lower(), segment=segment,
-                                       source_page_ids=[str(p.id) for p in pages])
+    """A KB fact stated in `pages`, with its node, edges and point, as a promotion writes it. The
+    same fact read at its turn already (memory/services/facts.py) becomes this one."""
+    row = KnowledgeFact.objects.filter(user=user, normalised=text.lower()).first() or KnowledgeFact(
+        user=user, text=text, normalised=text.lower())
+    row.segment, row.source_page_ids = segment, [str(p.id) for p in pages]
+    row.save()
     node = graph.row_node_put(user_id=user.pk, kind=MemoryNode.Kind.FACT, row=row)
     for page in pages:
         target = graph.node_of(user_id=user.pk, obj=page, kind=MemoryNode.Kind.PAGE)
@@ -209,7 +212,8 @@ def test_another_users_memory_is_refused(make_user):
 
 @pytest.mark.slow
 def test_delete_along_provenance_with_its_blast_radius(make_user, memory_env):
-    tune(memory_env, STM_CAPACITY=1, FSCORE_THRESHOLD=0.0)  # one segment takes every page
+    # one segment takes every page; the facts are the test's own, not the turns'
+    tune(memory_env, STM_CAPACITY=1, FSCORE_THRESHOLD=0.0, FACTS_AT_TURN=False)
     user = make_user()
     doomed = say(user, "My brother Aurelio lives in Porto and builds violins.")
     kept = say(user, "Aurelio visits every summer from Porto.")

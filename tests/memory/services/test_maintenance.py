@@ -98,7 +98,7 @@ def test_over_capacity_the_coldest_segment_is_evicted(make_user, memory_env):
 
 
 def test_hot_segment_is_promoted_with_provenance_and_resets(make_user, memory_env):
-    tune(memory_env, STM_CAPACITY=1)
+    tune(memory_env, STM_CAPACITY=1, FACTS_AT_TURN=False)  # promotion's own facts, not the turns'
     user = make_user()
     lines = [
         "I love hiking in the mountains with my dog.",
@@ -130,7 +130,8 @@ def test_hot_segment_is_promoted_with_provenance_and_resets(make_user, memory_en
 
 
 def test_kb_and_agent_traits_stay_fifo_bounded(make_user, memory_env):
-    tune(memory_env, STM_CAPACITY=1, KB_CAPACITY=3, AGENT_TRAIT_CAPACITY=2, HEAT_THRESHOLD=0.5)
+    tune(memory_env, STM_CAPACITY=1, KB_CAPACITY=3, AGENT_TRAIT_CAPACITY=2, HEAT_THRESHOLD=0.5,
+         FACTS_AT_TURN=False)  # promotion's own facts, not the turns'
     user = make_user()
     # every page is its own hot segment (τ = 0.5) and yields one fact and one agent trait
     facts = ["I love sailing.", "I love pottery.", "I love chess.", "I love baking bread.", "I love cycling."]

@@ -57,7 +57,8 @@ def graph_of(user) -> tuple[set, set]:
 
 
 def test_a_round_trip_into_another_user_recalls_the_same(make_user, memory_env):
-    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 2}  # pages move on into segments
+    # pages move on into segments; the facts read at the turns get points as an import gives them
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 2, "TURN_FACTS_INDEXED": True}
     alice, bob = make_user("alice"), make_user("bob")
     remembered(alice)
     assert Segment.objects.filter(user=alice).exists()

@@ -269,7 +269,8 @@ def say_at(user, text: str, at: datetime):
 
 
 def test_maintenance_supersedes_what_promotion_learned_and_recall_marks_the_period(make_user, memory_env):
-    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1, "FSCORE_THRESHOLD": 0.0}  # one segment
+    # one segment; what promotion learned (facts read at the turn: test_facts.py)
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1, "FSCORE_THRESHOLD": 0.0, "FACTS_AT_TURN": False}
     user = make_user()
     say_at(user, "I live in Leeds with my two cats.", MARCH)
     for day, line in enumerate(["The cats love the garden.", "I painted the kitchen blue.",

@@ -118,6 +118,8 @@ ROUTES: dict[str, list[Route]] = {
     "chat/sonas/rename/": [Route("POST", "/chat/sonas/rename/", {**PAGE, "owner": 302, "other": 302, "staff": 302},
                                  {"name": "mate"})],
     "chat/turns/<uuid:page_id>/recall/": [Route("GET", "/chat/turns/{page}/recall/", OWNED_PAGE)],
+    # the chat notice's undo: the owner's POST deletes it (a fact of its own), nobody else finds it
+    "chat/memory/undo/<uuid:fact_id>/": [Route("POST", "/chat/memory/undo/{undo_fact}/", OWNED_PAGE)],
     "settings/tokens/": [Route("GET", "/settings/tokens/", PAGE)],
     "settings/import/": [Route("GET", "/settings/import/", PAGE)],
     "settings/import/<str:job>/": [Route("GET", "/settings/import/{job}/", OWNED_PAGE)],
@@ -187,6 +189,8 @@ def world(make_user, memory_env):
         turn_run(user=owner, message=text, files=files, sona=sona_get_or_create(user=owner, name="sailor"))
     page = owner.pages.order_by("seq").first()
     fact = KnowledgeFact.objects.create(user=owner, text=f"User sails to {SECRET}", normalised=f"sails {SECRET}")
+    undo_fact = KnowledgeFact.objects.create(user=owner, text=f"User flies kites on {SECRET}",
+                                             normalised=f"kites {SECRET}")
     # a change of residence waiting for review
     KnowledgeFact.objects.create(user=owner, text="User lives in Leeds", normalised="lives leeds",
                                  timestamp=page.timestamp - timedelta(days=30))
@@ -212,6 +216,7 @@ def world(make_user, memory_env):
             break
         time.sleep(0.1)
     ids = {"owner": owner.username, "page": str(page.id), "fact": str(fact.id), "cid": page.cid,
+           "undo_fact": str(undo_fact.id),
            "job": job.url.rstrip("/").rsplit("/", 1)[-1],
            "file": island_map.content_cid, "supersession": str(supersession.pk),
            "segment": str(Segment.objects.get(user=owner).id),

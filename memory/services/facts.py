@@ -1,0 +1,332 @@
+"""Facts at the turn they are told: after a reply, what the turn states about the person becomes
+long-term knowledge at once, and a change it states supersedes the older fact before the next reply.
+
+Maintenance (memory/services/maintenance.py) calls `facts_from_turns` first, in the low-priority
+lane after the reply, for the pages it has not linked into the meta chain yet. Each fact is read by
+the offline extractor (memory/engine/facts.py) or, with a language model configured, by the model
+(tolerantly parsed; the offline extractor when it fails). A fact already known gains the page as a
+second source instead of being stored twice. Each new fact is a `fact_added` lifecycle event whose
+payload names the page, the speaker and how it was read; supersession then runs on the new facts
+(confident changes at once, uncertain ones to the review queue). Heat-driven promotion
+(memory/services/long_term.py) still feeds the profile, traits and knowledge as before.
+
+What a turn changed is returned (and found later by the events' "page_id"), so the chat can show
+the person a notice with an undo (`fact_change_undo`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Coalesce
+
+from memory.adapters import configured
+from memory.engine.facts import TURN_FACTS_PROMPT, facts_of, validate_turn_facts
+from memory.engine.long_term import normalise_fact
+from memory.engine.memory_talk import detect as talk_request
+from memory.engine.model_output import pages_text
+from memory.engine.ports import ChatMessage, ModelError, VectorPoint
+from memory.engine.text import split_sentences
+from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus
+from memory.services import graph
+from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_none, lock_user_state
+from memory.services.events import event_record
+from persona.models import KnowledgeFact, Supersession
+
+log = logging.getLogger(__name__)
+VIA_TURN = "turn"
+
+
+@dataclass(frozen=True)
+class FactChange:
+    """What one turn's after-reply work did to a fact: "remembered" (a new fact) or "changed" (it
+    superseded `previous`)."""
+
+    action: str
+    fact_id: str
+    text: str
+    page_id: str
+    previous: str = ""
+    supersession_id: str = ""
+
+
+def facts_at_turn() -> bool:
+    """MEMORYOS["FACTS_AT_TURN"] (default on): facts are read at their turn, not only on promotion."""
+    return bool(settings.MEMORYOS.get("FACTS_AT_TURN", True))
+
+
+def _facts_indexed() -> bool:
+    """MEMORYOS["TURN_FACTS_INDEXED"] (default off): facts read at their turn get vector points too.
+    Off, recall ranks as before (the BM25 statistics and the long-term boost see promotion's facts
+    only); the reply and a model's prompt read the facts themselves (memory/services/turns.py)."""
+    return bool(settings.MEMORYOS.get("TURN_FACTS_INDEXED", False))
+
+
+def _facts_by_model() -> bool:
+    """MEMORYOS["TURN_FACTS_MODEL"] (default off): with an LLM configured, the model reads each turn's
+    facts (a second call per turn); off, the offline extractor does, with or without a model."""
+    return bool(settings.MEMORYOS.get("TURN_FACTS_MODEL", False))
+
+
+def _speaker(page: DialoguePage) -> str:
+    if page.utterances:
+        return str(page.utterances[0].get("speaker", "")) or "user"
+    return "user"
+
+
+def _model_facts(user_id: int, text: str) -> list[str] | None:
+    """The model's facts for one message, or None (no model, or an answer that failed its check)."""
+    model = configured.chat_model() if _facts_by_model() else None
+    if model is None:
+        return None
+    from memory.adapters.llm import complete_json  # the model's client loads only where one is configured
+
+    messages = [ChatMessage("system", TURN_FACTS_PROMPT), ChatMessage("user", pages_text([f"User: {text}"]))]
+    try:
+        return list(complete_json(model, messages, validate=validate_turn_facts, max_tokens=300))
+    except (ModelError, ValueError) as exc:
+        log.warning("event=turn_facts_model_failed user=%s error=%r", user_id, exc)
+        event_record(user_id=user_id, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED, task="turn_facts",
+                     error=str(exc)[:500])
+        return None
+
+
+def facts_read(*, user_id: int, text: str) -> tuple[list[str], str]:
+    """The fact texts a message states and how they were read ("model" or "offline")."""
+    found = _model_facts(user_id, text)
+    if found is not None:
+        return found, "model"
+    return [fact.text for fact in facts_of(text)], "offline"
+
+
+FactListener = Callable[..., None]  # (*, user_id: int, page_id: str, changes: list[FactChange]) -> None
+_listeners: list[FactListener] = []
+
+
+def fact_changes_listen(listener: FactListener) -> None:
+    """Call `listener` with what a turn changed (the chat's notice: memory/web/notices.py)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def fact_changes_unlisten(listener: FactListener) -> None:
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
+def fact_changes_announce(*, user_id: int, page_id: str, changes: Sequence[FactChange]) -> None:
+    """Tell the listeners what a turn changed; a failing listener is logged, never raised (the
+    facts are stored already)."""
+    for listener in list(_listeners) if changes else ():
+        try:
+            listener(user_id=user_id, page_id=page_id, changes=list(changes))
+        except Exception:
+            log.exception("event=fact_changes_announce_failed user=%s page=%s", user_id, page_id)
+
+
+def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactChange]:
+    """Facts from the user's turns that maintenance has not chained yet (their first run after the
+    reply), stored and checked for changes, each turn's announced. Safe to run again: a fact
+    already known only gains the page as a source."""
+    # Every page the chain step will take in this run (it takes them all): none is chained unread.
+    pages = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, chain_done=False)
+                 .order_by("seq"))
+    # Read first (the model outside any transaction), then embed what is new in one call: a bulk
+    # import's batch of pages costs one embedding call, not one a page.
+    read = {page.pk: facts_read(user_id=user_id, text=page.query) if _states(page.query) else ([], "offline")
+            for page in pages}
+    vectors = _vectors_of_new(user_id, [text for texts, _ in read.values() for text in texts])
+    changes: list[FactChange] = []
+    for page in pages:
+        found = facts_from_page(user_id=user_id, page=page, now=now, read=read[page.pk], vectors=vectors)
+        transaction.on_commit(lambda page_id=str(page.id), found=found: fact_changes_announce(
+            user_id=user_id, page_id=page_id, changes=found))
+        changes += found
+    return changes
+
+
+def _states(message: str) -> bool:
+    """Whether a message may state facts: a request to memory itself ("forget that I …", "that's
+    wrong, I …", "why do you think I …") is carried out by memory/services/memory_talk.py, and its
+    words are no new statement."""
+    return bool(message.strip()) and talk_request(message) is None
+
+
+def _vectors_of_new(user_id: int, texts: Sequence[str]) -> dict[str, list[float]]:
+    """The embeddings of the fact texts not stored yet, by text (none when the embedder fails: the
+    facts are stored all the same, and found by the reply and the listings)."""
+    texts = list(dict.fromkeys(texts))
+    if not texts or not _facts_indexed():
+        return {}
+    known = set(KnowledgeFact.objects.filter(user_id=user_id, normalised__in=[normalise_fact(t)[:500] for t in texts])
+                .values_list("normalised", flat=True))
+    fresh = [t for t in texts if normalise_fact(t)[:500] not in known]
+    vectors = (embed_or_none(fresh) or []) if fresh else []
+    return dict(zip(fresh, vectors, strict=False))
+
+
+def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = None,
+                    read: tuple[list[str], str] | None = None,
+                    vectors: dict[str, list[float]] | None = None) -> list[FactChange]:
+    """One turn's facts: stored (or their source added), then supersession on the new ones. `read`
+    and `vectors`: the facts_read and embeddings the caller has already (facts_from_turns)."""
+    if not _states(page.query):
+        return []
+    texts, via = read if read is not None else facts_read(user_id=user_id, text=page.query)
+    if not texts:
+        return []
+    by_text = vectors if vectors is not None else _vectors_of_new(user_id, texts)
+    stored: list[KnowledgeFact] = []
+    points: list[VectorPoint] = []
+    with transaction.atomic():
+        lock_user_state(user_id)
+        for text in texts:
+            row = _fact_put(user_id, text=text, page=page, via=via, at=now)
+            if row is not None:
+                stored.append(row)
+                vector = by_text.get(text)
+                if vector is not None:
+                    points.append(VectorPoint(id=str(row.id), vector=vector, text=text,
+                                              payload={"user_id": str(user_id), "kind": "kb",
+                                                       "timestamp": page.timestamp.timestamp()}))
+        if points and _facts_indexed():
+            transaction.on_commit(lambda: configured.vector_index().upsert(points))
+    changes = [FactChange(action="remembered", fact_id=str(row.id), text=row.text, page_id=str(page.id))
+               for row in stored]
+    if stored:
+        changes = _supersede_at_once(user_id, stored, changes, now)
+    return changes
+
+
+def _fact_put(user_id: int, *, text: str, page: DialoguePage, via: str, at: datetime | None) -> KnowledgeFact | None:
+    """A new fact with its provenance, or None when it was known (the page joins its sources)."""
+    normalised = normalise_fact(text)[:500]
+    if not normalised:
+        return None
+    existing = KnowledgeFact.objects.select_for_update().filter(user_id=user_id, normalised=normalised).first()
+    if existing is not None:
+        sources = [str(p) for p in existing.source_page_ids or ()]
+        if str(page.id) not in sources:
+            existing.source_page_ids = sources + [str(page.id)]
+            existing.source_ids = list(dict.fromkeys([*existing.source_ids, *page.source_ids]))
+            existing.save(update_fields=["source_page_ids", "source_ids"])
+            node = graph.node_of(user_id=user_id, obj=existing, kind=MemoryNode.Kind.FACT)
+            page_node = graph.node_of(user_id=user_id, obj=page, kind=MemoryNode.Kind.PAGE)
+            graph.edge_put(user_id=user_id, source=node, target=page_node, relation="stated_in")
+        return None
+    row = KnowledgeFact.objects.create(user_id=user_id, text=text, normalised=normalised,
+                                       source_page_ids=[str(page.id)], source_ids=list(page.source_ids),
+                                       timestamp=page.timestamp)
+    node = graph.row_node_put(user_id=user_id, kind=MemoryNode.Kind.FACT, row=row)
+    page_node = graph.node_of(user_id=user_id, obj=page, kind=MemoryNode.Kind.PAGE)
+    graph.edge_put(user_id=user_id, source=node, target=page_node, relation="stated_in")
+    event_record(user_id=user_id, kind=LifecycleEvent.Kind.FACT_ADDED, subject_id=row.id, at=at or page.timestamp,
+                 text=text, page_id=str(page.id), speaker=_speaker(page), via=via, source="turn")
+    return row
+
+
+def _supersede_at_once(user_id: int, stored: Sequence[KnowledgeFact], changes: list[FactChange],
+                       now: datetime | None) -> list[FactChange]:
+    """Supersession on the new facts now (not at the next promotion); a confident change turns the
+    fact's "remembered" into "changed", naming what it replaced."""
+    from memory.services.supersession import supersession_detect
+
+    statements = {str(row.id): statement for row in stored if (statement := _statement(row))}
+    written = supersession_detect(user_id=user_id, fact_ids=[str(row.id) for row in stored], at=now,
+                                  statements=statements)
+    KnowledgeFact.objects.filter(pk__in=[row.pk for row in stored], valid_from__isnull=True).update(
+        valid_from=Coalesce(F("timestamp"), F("created_at")))
+    ended = {str(row.new_fact_id): row for row in written if row.status == Supersession.Status.SUPERSEDED}
+    result = []
+    for change in changes:
+        decided = ended.get(change.fact_id)
+        if decided is None:
+            result.append(change)
+            continue
+        result.append(FactChange(action="changed", fact_id=change.fact_id, text=change.text, page_id=change.page_id,
+                                 previous=decided.old_fact.text, supersession_id=str(decided.pk)))
+    return result
+
+
+def _statement(row: KnowledgeFact) -> str:
+    """The sentences of its turn a fact was read from ("I became a librarian last year": the change
+    word the fact's own text lacks); "" when the offline reader does not find it there (a model's)."""
+    page = DialoguePage.objects.filter(pk=row.source_page_ids[0]).only("query").first() if row.source_page_ids else None
+    if page is None:
+        return ""
+    chosen = [s for s in split_sentences(page.query)
+              if any(normalise_fact(f.text) == row.normalised for f in facts_of(s))]
+    return " ".join(chosen)
+
+
+def facts_reread_page(*, user, page_id: str, now: datetime | None = None) -> list[FactChange]:
+    """A corrected turn's facts read again: a fact it no longer states loses it as a source (and is
+    deleted, audited, when it had no other), and what the corrected words state is stored."""
+    from memory.services.deletion import memory_delete
+
+    page = DialoguePage.objects.filter(user=user, pk=page_id).first()
+    if page is None or not facts_at_turn():
+        return []
+    stated = {normalise_fact(f.text)[:500] for f in facts_of(page.query)}
+    for fact in KnowledgeFact.objects.filter(user=user).only("id", "normalised", "source_page_ids"):
+        sources = [str(p) for p in fact.source_page_ids or ()]
+        if str(page.pk) not in sources or fact.normalised in stated:
+            continue
+        if sources == [str(page.pk)]:
+            memory_delete(user=user, kind="fact", ident=str(fact.pk), actor=None,
+                          reason="its turn was corrected and no longer states it")
+        else:
+            fact.source_page_ids = [p for p in sources if p != str(page.pk)]
+            fact.save(update_fields=["source_page_ids"])
+    return facts_from_page(user_id=user.pk, page=page, now=now)
+
+
+def fact_changes_of_page(*, user, page_id: str) -> list[FactChange]:
+    """What the after-reply work did to facts for one of the user's turns, from the lifecycle log
+    (the facts still stored; a change whose supersession was undone reads as remembered)."""
+    added = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.FACT_ADDED,
+                                          payload__page_id=str(page_id), payload__source="turn")
+    ids = [event.subject_id for event in added]
+    facts = {str(f.pk): f for f in KnowledgeFact.objects.filter(user=user, pk__in=ids)}
+    decided = {str(row.new_fact_id): row for row in Supersession.objects.filter(
+        user=user, new_fact_id__in=list(facts), status__in=(Supersession.Status.SUPERSEDED,
+                                                            Supersession.Status.ACCEPTED)).select_related("old_fact")}
+    changes = []
+    for fact_id in dict.fromkeys(ids):
+        fact = facts.get(fact_id)
+        if fact is None:
+            continue
+        row = decided.get(fact_id)
+        changes.append(FactChange(action="changed" if row else "remembered", fact_id=fact_id, text=fact.text,
+                                  page_id=str(page_id), previous=row.old_fact.text if row else "",
+                                  supersession_id=str(row.pk) if row else ""))
+    return changes
+
+
+def fact_change_undo(*, user, fact_id: str) -> list[str]:
+    """Undo what a turn did to a fact: the fact is deleted through operator deletion (audited as
+    `deleted`, its reason the notice's undo), and what it superseded is current again. Returns the
+    texts current again."""
+    from memory.services.deletion import memory_delete
+
+    fact = KnowledgeFact.objects.filter(user=user, pk=_uuid(fact_id)).first()
+    if fact is None:
+        raise MemoryNotFound(f"No fact {fact_id} in this memory.")
+    restored = [row.text for row in KnowledgeFact.objects.filter(user=user, superseded_by=fact.pk)]
+    memory_delete(user=user, kind="fact", ident=str(fact.pk), actor=user, reason="undone from the chat's notice")
+    return restored
+
+
+def _uuid(value: str):
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise MemoryInputError(f"{value!r} is not a fact id.") from None
