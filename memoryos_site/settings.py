@@ -212,6 +212,11 @@ MEMORYOS = {
     "FSCORE_THRESHOLD": env_float("MEMORYOS_FSCORE_THRESHOLD", 0.6),
     "MTM_CAPACITY": env_int("MEMORYOS_MTM_CAPACITY", 200),
     "KB_CAPACITY": env_int("MEMORYOS_KB_CAPACITY", 100),
+    # Facts read from each turn as it is stored (memory/services/facts.py), not only on promotion;
+    # whether they get vector points of their own; whether a configured LLM reads them (a second call).
+    "FACTS_AT_TURN": env_bool("MEMORYOS_FACTS_AT_TURN", True),
+    "TURN_FACTS_INDEXED": env_bool("MEMORYOS_TURN_FACTS_INDEXED", False),
+    "TURN_FACTS_MODEL": env_bool("MEMORYOS_TURN_FACTS_MODEL", False),
     "AGENT_TRAIT_CAPACITY": env_int("MEMORYOS_AGENT_TRAIT_CAPACITY", 100),
     "TRAIT_DIMENSIONS": env_int("MEMORYOS_TRAIT_DIMENSIONS", 90),
     "HEAT_THRESHOLD": env_float("MEMORYOS_HEAT_THRESHOLD", 5.0),
