@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .text import normalise_words, stem
+from .text import WORD, clean_text, normalise_words, stem
 
 BASIC = "basic_needs_personality"
 ALIGNMENT = "ai_alignment"
@@ -335,15 +335,32 @@ TRAIT_CATALOGUE: tuple[TraitDimension, ...] = tuple(
     for name, description, words in rows
 )
 TRAITS_BY_KEY: dict[str, TraitDimension] = {dim.key: dim for dim in TRAIT_CATALOGUE}
+# Every word the lexicons write, as written (lowercase).
+LEXICON_WORDS: frozenset[str] = frozenset(
+    word for rows in (_BASIC, _ALIGNMENT, _CONTENT) for _name, _description, words in rows for word in words.split())
+
+
+# Stems whose everyday senses have nothing to do with the trait that lists them: "Geoff runs the
+# boatyard", "the class runs every Tuesday", "a train to Porto", "in order to". For these only the
+# form the lexicon writes counts ("running", "training"), never another word with the same stem.
+AMBIGUOUS_STEMS = frozenset({"run", "train", "order", "system", "label", "lift", "structure"})
+
+
+def _surface_only(text: str, lexicon_words: frozenset[str]) -> frozenset[str]:
+    """The ambiguous stems of `text` that stand in it in a form the lexicon writes."""
+    surface = {word.lower() for word in WORD.findall(clean_text(text))}
+    return frozenset(stem(word) for word in surface & lexicon_words if stem(word) in AMBIGUOUS_STEMS)
 
 
 def trait_evidence(text: str) -> list[TraitEvidence]:
     """Dimensions whose lexicon the text hits; weight = 1 - 0.5**hits over distinct stems.
 
-    One hit is weak evidence (0.5), each further distinct hit halves what is left.
-    Sorted by weight, strongest first, then by key.
+    One hit is weak evidence (0.5), each further distinct hit halves what is left. An ambiguous
+    stem (AMBIGUOUS_STEMS) counts only in the form the lexicon writes. Sorted by weight, strongest
+    first, then by key.
     """
-    words = normalise_words(text)
+    stems = normalise_words(text)
+    words = (stems - AMBIGUOUS_STEMS) | _surface_only(text, LEXICON_WORDS)
     found = []
     for dim in TRAIT_CATALOGUE:
         matched = tuple(sorted(dim.lexicon & words))

@@ -124,3 +124,14 @@ def test_repeated_evidence_approaches_but_never_passes_one():
         assert score < new <= 1.0
         score = new
     assert score > 0.99
+
+
+def test_an_ambiguous_stem_counts_only_in_the_form_the_lexicon_writes():
+    # Issue 36, finding 13: "Fitness Interest" cited a boatyard's owner and an evening class.
+    assert trait_evidence("Geoff, who runs the boatyard, lent us a sander.") == []
+    assert [e.key for e in trait_evidence("The evening class runs every Tuesday.")] == ["education_interest"]
+    assert trait_evidence("We took the train to Porto.") == []
+    fitness = {e.key: e for e in trait_evidence("I went running by the river, then did yoga.")}["fitness_interest"]
+    assert fitness.matched == ("run", "yoga") and fitness.weight == 0.75
+    assert {e.key: e.matched for e in trait_evidence("Training for a marathon.")}["fitness_interest"] == (
+        "marathon", "train")
