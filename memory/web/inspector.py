@@ -134,8 +134,11 @@ def lpm(request, username):
     bars = [charts.TraitBar(key=t.key, name=t.name, category=t.category, score=t.score,
                             url=reverse("inspector_trait", args=[target.get_username(), t.key]))
             for t in data.traits]
+    # A superseded fact is listed with its period and what took its place, as every list of facts shows it.
+    periods = {fact.fact.pk: fact.period for fact in long_term.facts_with_periods(user=target) if not fact.current}
     return _render(request, "inspector/lpm.html", target, "lpm",
-                   {"lt": data, "traits_figure": charts.traits_figure(bars, categories=CATEGORIES),
+                   {"lt": data, "periods": periods,
+                    "traits_figure": charts.traits_figure(bars, categories=CATEGORIES),
                     "scored": sorted((t for t in data.traits if t.score > 0), key=lambda t: -t.score)})
 
 
