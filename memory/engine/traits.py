@@ -293,7 +293,7 @@ _CONTENT = (
      "parenting parent toddler newborn baby diaper bedtime playdate teenager raising homeschool "
      "nursery childcare daycare"),
     ("Fitness Interest", "Interest in exercise and training.",
-     "gym workout exercise fitness running marathon yoga lifting weights training cardio jog "
+     "gym workout exercise fitness run running marathon yoga lifting weights training cardio jog "
      "jogging pilates crossfit"),
     ("Outdoor Adventure Interest", "Interest in hiking, camping and the outdoors.",
      "hike hiking camping camp trail mountain climbing climb kayak kayaking fishing forest lake "
@@ -342,7 +342,8 @@ LEXICON_WORDS: frozenset[str] = frozenset(
 
 # Stems whose everyday senses have nothing to do with the trait that lists them: "Geoff runs the
 # boatyard", "the class runs every Tuesday", "a train to Porto", "in order to". For these only the
-# form the lexicon writes counts ("running", "training"), never another word with the same stem.
+# forms the lexicon writes count ("run", "running", "training": a person says "I run", "a long
+# run"), never another word with the same stem.
 AMBIGUOUS_STEMS = frozenset({"run", "train", "order", "system", "label", "lift", "structure"})
 
 

@@ -135,3 +135,4 @@ def test_an_ambiguous_stem_counts_only_in_the_form_the_lexicon_writes():
     assert fitness.matched == ("run", "yoga") and fitness.weight == 0.75
     assert {e.key: e.matched for e in trait_evidence("Training for a marathon.")}["fitness_interest"] == (
         "marathon", "train")
+    assert [e.key for e in trait_evidence("Sunday's long run by the river.")] == ["fitness_interest"]
