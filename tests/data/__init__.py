@@ -1,8 +1,8 @@
 """The conversations the tests read, all inside the repository: a clone anywhere passes `make test`.
 
 They are in the public LoCoMo format (memory/formats/locomo.py) and written for this project, never
-taken from a benchmark: the development conversations (LoCoMo's conv-26 and conv-47, named by
-MEMORYOS_DEV_DATA) belong to the memory-quality gate in .ci/run alone, and tests/test_test_data.py
+taken from a benchmark: the development conversations, kept outside the repository, belong to the
+memory-quality gate in .ci/run alone, and tests/test_test_data.py
 fails a test module that reaches for a file outside the repository.
 
 - DEMO: the conversation a fresh MemoryOS shows (memory/formats/demo/README.md): Maya and Sol, 15
