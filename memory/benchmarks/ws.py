@@ -256,7 +256,7 @@ async def _session(stats: SessionStats, url: str, cookie: str, origin: str, inde
             barrier.arrive()
 
 
-async def _load(url: str, cookies: list[str], origin: str, options: dict) -> tuple[list[SessionStats], float]:
+async def load(url: str, cookies: list[str], origin: str, options: dict) -> tuple[list[SessionStats], float]:
     barrier = Barrier(total=len(cookies))
     sessions = [SessionStats() for _ in cookies]
     started = time.perf_counter()
@@ -280,7 +280,7 @@ async def _load(url: str, cookies: list[str], origin: str, options: dict) -> tup
 # --------------------------------------------------------------------------- the run
 
 
-def _signed_in_users(env: common.BenchEnv, count: int) -> tuple[list, list[str]]:
+def signed_in_users(env: common.BenchEnv, count: int) -> tuple[list, list[str]]:
     users, cookies = [], []
     for _ in range(count):
         user = env.make_user("ws")
@@ -296,15 +296,15 @@ def run(options: dict, stdout) -> dict:
         return _run_stalling(options)
     show = not options.get("no_progress")
     with common.bench_env() as env:
-        users, cookies = _signed_in_users(env, options["sessions"] + 1)
+        users, cookies = signed_in_users(env, options["sessions"] + 1)
         server = Server(env.workdir, options["messages"])
         try:
             server.wait_until_up()
             origin = f"http://127.0.0.1:{server.port}"
             if show:
                 print(f"daphne on {server.url}; warming up (the server loads its model)", file=sys.stderr)
-            warm, _ = asyncio.run(_load(server.url, cookies[:1], origin, {**options, "messages": 1}))
-            sessions, wall = asyncio.run(_load(server.url, cookies[1:], origin, options))
+            warm, _ = asyncio.run(load(server.url, cookies[:1], origin, {**options, "messages": 1}))
+            sessions, wall = asyncio.run(load(server.url, cookies[1:], origin, options))
             settled_s = _maintenance_settled(users[1:], timeout=options["timeout"])
             server_rss = server.peak_rss_mb()
         finally:
@@ -326,13 +326,13 @@ def _one_load(options: dict, extra_env: dict[str, str]) -> tuple[list[SessionSta
     """One server on `extra_env`, a warm-up session, then the load: the sessions, the wall time and
     what the server logged as going wrong."""
     with common.bench_env() as env:
-        _, cookies = _signed_in_users(env, options["sessions"] + 1)
+        _, cookies = signed_in_users(env, options["sessions"] + 1)
         server = Server(env.workdir, options["messages"], extra_env)
         try:
             server.wait_until_up()
             origin = f"http://127.0.0.1:{server.port}"
-            asyncio.run(_load(server.url, cookies[:1], origin, {**options, "messages": 1}))
-            sessions, wall = asyncio.run(_load(server.url, cookies[1:], origin, options))
+            asyncio.run(load(server.url, cookies[:1], origin, {**options, "messages": 1}))
+            sessions, wall = asyncio.run(load(server.url, cookies[1:], origin, options))
         finally:
             server.stop()
         return sessions, wall, server.logged_errors()
@@ -454,8 +454,3 @@ def render(result: dict) -> str:
              f"{result.get('first_reply_ms')} ms")
     logged = f"\n\nthe server logged:\n{result['server_errors']}" if result.get("server_errors") else ""
     return f"{table}{start}\n\nerrors: {errors}{logged}\n{result['date']}, {result['machine']}."
-
-
-# What `bench v1` (memory/benchmarks/v1.py) runs beside its own clients, on the same server.
-load = _load
-signed_in_users = _signed_in_users
