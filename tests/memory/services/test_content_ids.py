@@ -20,7 +20,7 @@ from memory.services.common import MemoryInputError
 from memory.services.pages import page_start
 from memory.services.remember import memory_add
 from memory.services.turns import page_complete
-from persona.models import KnowledgeFact
+from persona.models import KnowledgeFact, UserProfile
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 
@@ -97,6 +97,8 @@ def test_readdressing_once_gives_the_cids_of_readdressing_every_write(make_user,
     # the facts are the test's own: none read at the turns (their times differ between the users)
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "FACTS_AT_TURN": False}
     eager, once = make_user(), make_user()
+    for user in (eager, once):  # one name: a page's vector is its utterances', which name their speaker
+        UserProfile.objects.create(user=user, name="Sam")
     same_time = [say(eager, "My sister Lena lives in Berlin."), say(eager, "She is a violinist.")]
     pages = [say(once, p.query, p.response) for p in same_time]
     for page, twin in zip(pages, same_time, strict=True):  # the same content, so the same CIDs
