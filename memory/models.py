@@ -210,6 +210,8 @@ class DialoguePage(models.Model):
             models.Index(fields=["user", "seq"], condition=Q(embedding=b""), name="page_embed_todo"),
             # Pages awaiting their reply: the live turns, and those of turns that stopped.
             models.Index(fields=["user", "created_at"], condition=Q(status="pending"), name="page_pending"),
+            # Pinned pages: eviction reads which segments hold one (otherwise all of the user's pages).
+            models.Index(fields=["user", "seq"], condition=Q(pinned=True), name="page_pinned"),
             models.Index(fields=["chain_id", "seq"], name="page_chain"),
             models.Index(fields=["segment", "seq"], name="page_segment_seq"),
         ]

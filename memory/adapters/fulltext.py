@@ -39,6 +39,9 @@ class FullTextIndex(Protocol):
     def upsert(self, *, user_id: int, docs: Sequence[tuple[str, str]]) -> None:
         """Index (doc_id, text) pairs of one user, replacing what those ids had."""
 
+    def insert(self, *, user_id: int, docs: Sequence[tuple[str, str]]) -> None:
+        """Index (doc_id, text) pairs of one user whose ids the index does not hold yet."""
+
     def delete(self, *, doc_ids: Iterable[str]) -> None: ...
 
     def delete_user(self, *, user_id: int) -> None: ...
@@ -68,6 +71,10 @@ class _SqlIndex:
         if not docs:
             return
         self.delete(doc_ids=[doc_id for doc_id, _ in docs])
+        self.insert(user_id=user_id, docs=docs)
+
+    def insert(self, *, user_id: int, docs: Sequence[tuple[str, str]]) -> None:
+        # No delete first: FTS5 finds an UNINDEXED doc_id by reading every row of the table.
         with connection.cursor() as cursor:
             cursor.executemany(f"INSERT INTO {TABLE} (doc_id, user_id, body) VALUES (%s, %s, %s)",
                                [(str(doc_id), int(user_id), text) for doc_id, text in docs])

@@ -46,6 +46,7 @@ and would re-encode it as one: a node rebuilt in JS from decoded values need not
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Mapping
@@ -142,10 +143,21 @@ def cid_from_parts(parts: CidParts) -> bytes:
 
 def cid_bytes(cid: str) -> bytes:
     """Binary CIDv1 of a CID string; CIDv0 ("Qm...") is refused: every Memoria id is a CIDv1."""
+    return _cid_bytes_of_text(cid) if isinstance(cid, str) else _cid_bytes(cid)
+
+
+def _cid_bytes(cid: str) -> bytes:
     parts = cid_parse(cid)
     if parts.version != 1:
         raise NodeError(f"not a CIDv1: {cid!r} (version {parts.version})")
     return cid_from_parts(parts)
+
+
+# A segment's block lists every page it holds: re-addressing it after one page joined converted the
+# same few hundred CIDs again (a third of a write's own work on a 100,000-page store). A CID's
+# binary and canonical forms are functions of its text, so they are remembered (a refused one is
+# not: the error is raised again).
+_cid_bytes_of_text = functools.lru_cache(maxsize=1 << 16)(_cid_bytes)
 
 
 def cid_string(raw: bytes) -> str:
@@ -160,6 +172,11 @@ def cid_normalise(cid: str) -> str:
     """The canonical base32 string of a CIDv1 given in any multibase."""
     if not isinstance(cid, str):
         raise NodeError(f"a CID must be a string, not {type(cid).__name__}: {cid!r}")
+    return _normalised(cid)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _normalised(cid: str) -> str:
     return cid_string(cid_bytes(cid))
 
 

@@ -6,6 +6,8 @@ import math
 import operator
 from collections.abc import Sequence
 
+import numpy as np
+
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity; 0.0 when either vector is empty or zero."""
@@ -18,6 +20,24 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(map(operator.mul, a, b))
     norm = math.sqrt(sum(map(operator.mul, a, a))) * math.sqrt(sum(map(operator.mul, b, b)))
     return dot / norm if norm else 0.0
+
+
+def cosines(vector: Sequence[float], others: Sequence[Sequence[float]]) -> list[float]:
+    """cosine(vector, other) for each of `others` (0.0 for an empty or zero one, or an empty
+    `vector`), in float64 as cosine computes it."""
+    if not others:
+        return []
+    query = np.asarray(vector, dtype=np.float64)
+    sized = [len(other) == len(query) and len(query) > 0 for other in others]
+    if any(len(other) and len(query) and len(other) != len(query) for other in others):
+        raise ValueError("vectors differ in dimension")
+    matrix = np.zeros((len(others), len(query)), dtype=np.float64)
+    for row, (other, ok) in enumerate(zip(others, sized, strict=True)):
+        if ok:
+            matrix[row] = other
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(query))
+    dots = matrix @ query if len(query) else np.zeros(len(others))
+    return [float(d / n) if n else 0.0 for d, n in zip(dots, norms, strict=True)]
 
 
 def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:

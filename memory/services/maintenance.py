@@ -32,7 +32,7 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
-from memory.selectors.maintenance import stopped_turn_pages
+from memory.selectors.maintenance import stopped_turn_pages_of
 from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
@@ -138,7 +138,7 @@ def _settle(user_id: int) -> None:
 def pages_interrupted_complete(*, user_id: int) -> int:
     """Complete the user's stopped_turn_pages with no reply, so that the message is recalled,
     moves through the tiers and is indexed like any other. Returns how many."""
-    stale = list(stopped_turn_pages().select_related("user").filter(user_id=user_id).order_by("seq"))
+    stale = list(stopped_turn_pages_of(user_id).select_related("user").order_by("seq"))
     completed = 0
     for page in stale:
         with transaction.atomic():
@@ -201,7 +201,10 @@ def _link_chains(user_id: int) -> int:
             if decision.continues and prev is not None:
                 page.previous = prev
                 page.chain_id = prev.chain_id or prev.id
-                chain_pages = list(DialoguePage.objects.filter(user_id=user_id, chain_id=page.chain_id)
+                # By the chain alone (its id is a page's): with the user's id beside it, SQLite
+                # walked the user's pages by (user, seq) until it found SUMMARY_PAGES of the chain,
+                # all of them for a short chain, on every page.
+                chain_pages = list(DialoguePage.objects.filter(chain_id=page.chain_id)
                                    .order_by("-seq")[:SUMMARY_PAGES - 1]) + [page]
                 graph.edge_link(user_id=user_id, source=page, source_kind=MemoryNode.Kind.PAGE, target=prev,
                                 target_kind=MemoryNode.Kind.PAGE, relation="follows", weight=decision.similarity)

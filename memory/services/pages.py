@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from copy import copy
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -15,6 +17,7 @@ from django.utils import timezone
 
 from memory.adapters import configured
 from memory.engine import offline
+from memory.engine.hybrid_scoring import HybridParams
 from memory.engine.ports import VectorPoint
 from memory.models import (
     OFFLINE_MODEL_NAME,
@@ -24,6 +27,7 @@ from memory.models import (
     MemoryNode,
     PageStatus,
     Sona,
+    Tier,
     vector_to_bytes,
 )
 from memory.services import graph, memoria
@@ -32,6 +36,14 @@ from memory.services.events import event_record
 from memory.services.files import files_attach
 from memory.services.turn_holders import turn_holder
 from memory.services.turn_input import validate_message
+from memory.services.utterances import (
+    page_utterances,
+    page_vector,
+    remember_facts,
+    turn_points,
+    turn_texts,
+    utterance_before,
+)
 
 # "Caroline: ..." in imported transcripts: a speaker label is not a topic keyword.
 SPEAKER_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))[A-Z][\w'-]{0,30}:\s")
@@ -75,17 +87,23 @@ def page_row_text(page: DialoguePage) -> str:
 
 def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
                      embedding: Sequence[float] | None = None) -> DialoguePage:
-    """Store the reply, the page's keywords and embedding, and mark maintenance due."""
+    """Store the reply, the page's keywords and embedding, and mark maintenance due.
+
+    Without an `embedding`, the page's utterances and their contexts are embedded here, in one
+    call, the page's vector is derived from them (utterances.page_vector) and its utterances are
+    indexed with the reply: each text of the write embedded once. With one (the chat's reply
+    thread, a whole-file import), maintenance indexes the utterances (utterances.index_turns)."""
     text = page_text(page.query, response, reply_model, page.attachment_text)
-    if embedding is None:
-        vectors = embed_or_none([text])
-        embedding = vectors[0] if vectors else None
+    said = _said_embedded(page, response, reply_model) if embedding is None else None
+    if said is not None:
+        embedding = page_vector(said.utterances, said.vectors)
     keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", text)))
     with transaction.atomic():
         # The user's lock, and maintenance marked due: committed with the reply, before any job is queued
         lock_user_state_writing(page.user_id, maintenance_due=True)
         # Maintenance may have moved the page while the reply streamed; keep where it is now.
-        page.refresh_from_db(fields=["tier", "segment"])
+        page.refresh_from_db(fields=["tier", "segment", "status"])
+        new = page.status == PageStatus.PENDING  # its reply stored for the first time
         page.response = response
         page.status = PageStatus.COMPLETE
         page.reply_model = reply_model
@@ -93,14 +111,50 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
         page.embedding = vector_to_bytes(embedding) if embedding is not None else b""
         # The page's node first (from the reply): the page's row is saved once, its CID with it.
         node = graph.row_node_put(user_id=page.user_id, kind=MemoryNode.Kind.PAGE, row=page, row_saved=True)
-        page.save(update_fields=["response", "status", "reply_model", "keywords", "embedding", "cid"])
+        fields = ["response", "status", "reply_model", "keywords", "embedding", "cid"]
+        points = [page_point(page, embedding)] if embedding is not None else []
+        if said is not None and page.tier == Tier.STM and not page.repressed:
+            page.utterances, page.turns_indexed = said.utterances, True
+            fields += ["utterances", "turns_indexed"]
+            points += turn_points([page], said.before, HybridParams(), said.vectors)
+        page.save(update_fields=fields)
         if page.sona_id:  # every memory belongs to a sona: a page to the one it happened in
             memoria.sona_membership_put(user_id=page.user_id, sona_id=page.sona_id, node=node)
-        memoria.fulltext_page_put(page=page, text=text)
-        if embedding is not None:
-            point = page_point(page, embedding)
-            transaction.on_commit(lambda: configured.vector_index().upsert([point]))
+        memoria.fulltext_page_put(page=page, text=text, new=new)
+        if points:
+            transaction.on_commit(lambda: _points_write(points))
     return page
+
+
+@dataclass(frozen=True)
+class _Said:
+    utterances: list[dict]  # what the page's utterances will be (utterances.page_utterances)
+    before: dict | None  # the utterance before them, their first one's context
+    vectors: dict  # utterance and context texts -> vectors
+
+
+def _said_embedded(page: DialoguePage, response: str, reply_model: str) -> _Said | None:
+    """The page's utterances with the reply, and their texts and contexts embedded in one call;
+    None when the embedder fails, or the page has nothing said (maintenance embeds its text and
+    indexes it later)."""
+    page.response, page.reply_model = response, reply_model
+    said = page_utterances(page)
+    if not said:
+        return None
+    before = utterance_before(page)
+    shown = copy(page)
+    shown.utterances = said
+    texts = turn_texts([shown], before)
+    vectors = embed_or_none(texts)
+    if vectors is None:
+        return None
+    return _Said(utterances=said, before=before, vectors=dict(zip(texts, vectors, strict=True)))
+
+
+def _points_write(points: list[VectorPoint]) -> None:
+    index = configured.vector_index()
+    index.upsert(points)
+    remember_facts(index, points)
 
 
 def page_point(page: DialoguePage, embedding: Sequence[float]) -> VectorPoint:

@@ -13,6 +13,7 @@ from memory.adapters import configured
 from memory.config import memory_params
 from memory.engine import mid_term, offline
 from memory.engine.ports import VectorPoint
+from memory.engine.similarity import mean_vector
 from memory.engine.types import SegmentView
 from memory.models import (
     DialoguePage,
@@ -24,7 +25,7 @@ from memory.models import (
     vector_to_bytes,
 )
 from memory.services import graph
-from memory.services.common import embed_or_none, lock_user_state
+from memory.services.common import lock_user_state
 from memory.services.events import event_record
 from memory.services.pages import page_text
 from memory.services.utterances import turn_point_ids
@@ -74,10 +75,10 @@ def page_move_to_mtm(*, user_id: int, page_id: str, now: datetime | None = None)
 def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) -> None:
     """Counters from the engine; keywords, summary and e_s recomputed as the segment grows.
 
-    e_s is the embedding of the segment's summary and keywords, as in the paper. (The centroid
-    of the pages was tried: a large segment's centroid is close to every casual page, so one
-    segment swallowed most of a conversation.) The centroid stays as the fallback when the
-    embedder is down.
+    e_s is the unit mean of the vectors of the pages its summary is made of (the newest
+    SUMMARY_PAGES): what the paper's embedding of the summary stands for, without embedding it
+    (segment_vector). (The centroid of all its pages was tried: a large segment's centroid is
+    close to every casual page, so one segment swallowed most of a conversation.)
     """
     recent = [] if segment._state.adding else list(
         DialoguePage.objects.filter(segment=segment).order_by("-seq")[:SUMMARY_PAGES])
@@ -88,8 +89,7 @@ def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) 
     segment.summary = offline.summarize(
         [page_text(p.query, p.response, p.reply_model) for p in reversed(members)], max_sentences=3,
         max_chars=400)
-    vectors = embed_or_none([segment_text(segment)])
-    segment.embedding = vector_to_bytes(vectors[0] if vectors else merged.embedding)
+    segment.embedding = vector_to_bytes(segment_vector(members) or merged.embedding)
     segment.summary_source = "offline"
     segment.summary_stale = configured.chat_model() is not None
     segment.save()
@@ -125,18 +125,25 @@ def segment_rederive(*, user_id: int, segment_id) -> None:
         segment.keywords = sorted(mid_term.segment_keywords([frozenset(p.keywords) for p in members]))
         segment.summary = offline.summarize([page_text(p.query, p.response, p.reply_model) for p in reversed(members)],
                                             max_sentences=3, max_chars=400)
-        vectors = embed_or_none([segment_text(segment)]) if members else None
-        if vectors:
-            segment.embedding = vector_to_bytes(vectors[0])
+        vector = segment_vector(members)
+        if vector:
+            segment.embedding = vector_to_bytes(vector)
         segment.page_count = DialoguePage.objects.filter(segment=segment).count()
         segment.summary_source = "offline"
         segment.summary_stale = configured.chat_model() is not None
         segment.rederive = False
         segment.save()
         graph.row_node_put(user_id=user_id, kind=MemoryNode.Kind.SEGMENT, row=segment)
-        if vectors and not segment.repressed and segment.status == Segment.Status.ACTIVE:
+        if vector and not segment.repressed and segment.status == Segment.Status.ACTIVE:
             point = segment_point(segment)
             transaction.on_commit(lambda: configured.vector_index().upsert([point]))
+
+
+def segment_vector(members: list[DialoguePage]) -> tuple[float, ...]:
+    """A segment's vector from the pages its summary is made of: their vectors' unit mean (empty
+    when none has one). Embedding the summary instead added nothing to LoCoMo R@10 (BENCHMARKS.md,
+    "Writes at the embedding floor") and was a sixth of a live write's MiniLM time."""
+    return mean_vector([bytes_to_vector(page.embedding) for page in members if page.embedding])
 
 
 def segment_text(segment: Segment) -> str:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 
 from django.db import transaction
 
 from memory.adapters import configured
 from memory.engine import hybrid_scoring as scoring
 from memory.engine.ports import VectorPoint
+from memory.engine.similarity import mean_vector
 from memory.models import OFFLINE_MODEL_NAME, DialoguePage, PageStatus, Tier
 from memory.recall.turn_facts import TurnFact, turn_facts
 from memory.services.common import lock_user_state
@@ -85,30 +87,59 @@ def context_text(previous: str, text: str) -> str:
     return f"{previous}\n{text}"
 
 
+def _turn_slots(pages: Sequence[DialoguePage], before: dict | None
+                ) -> list[tuple[DialoguePage, int, str, str | None]]:
+    """(page, position, utterance text, context text or None) of every utterance of the pages."""
+    slots: list[tuple[DialoguePage, int, str, str | None]] = []
+    previous = utterance_text(before) if before is not None else None
+    for page in pages:
+        for pos, utt in enumerate(page.utterances):
+            text = utterance_text(utt)
+            slots.append((page, pos, text, context_text(previous, text) if previous is not None else None))
+            previous = text
+    return slots
+
+
+def turn_texts(pages: Sequence[DialoguePage], before: dict | None) -> list[str]:
+    """The distinct utterance and context texts the pages' points are made of, in order."""
+    return list(dict.fromkeys(text for _, _, utt, context in _turn_slots(pages, before)
+                              for text in (utt, context) if text))
+
+
+def turn_vectors(pages: Sequence[DialoguePage], before: dict | None,
+                 vectors: Mapping[str, Sequence[float]] | None = None) -> dict[str, Sequence[float]]:
+    """The vectors of the pages' utterance and context texts, by text: those in `vectors` taken
+    as they are, the others embedded in one call, each distinct text once."""
+    needed = turn_texts(pages, before)
+    known = {text: vectors[text] for text in needed if text in vectors} if vectors else {}
+    missing = [text for text in needed if text not in known]
+    if missing:
+        known.update(zip(missing, configured.embedder().embed(missing), strict=True))
+    return known
+
+
+def page_vector(said: Sequence[dict], vectors: Mapping[str, Sequence[float]]) -> tuple[float, ...]:
+    """A page's vector from its utterances' own, embedding nothing: the unit mean of the context
+    vectors of its utterances whose previous utterance is on the page, or its one utterance's
+    vector. A two-utterance page's one context is its text with the speakers named (a LoCoMo
+    page's, word for word): embedding the page's text as well was a sixth of a live write's MiniLM
+    time (BENCHMARKS.md, "Writes at the embedding floor")."""
+    own = [utterance_text(utt) for utt in said]
+    joined = [context_text(a, b) for a, b in pairwise(own)] or own
+    return mean_vector([vectors[text] for text in joined])
+
+
 def turn_points(pages: Sequence[DialoguePage], before: dict | None, params: scoring.HybridParams,
                 vectors: Mapping[str, Sequence[float]] | None = None) -> list[VectorPoint]:
     """Points for the pages' utterances; `before` is the utterance preceding the first page.
 
     Dense: v(utterance) + mix · v(previous utterance joined to it), normalised (context_vector).
     Each distinct text is embedded once; `vectors` holds texts embedded already (a whole-file
-    import embeds the file's utterances and contexts up front).
+    import embeds the file's utterances and contexts up front, a reply its own: page_reply_store).
     """
-    needed: list[str] = []
-    slots: list[tuple[DialoguePage, int, str, str | None]] = []
-    previous = utterance_text(before) if before is not None else None
-    for page in pages:
-        for pos, utt in enumerate(page.utterances):
-            text = utterance_text(utt)
-            context = context_text(previous, text) if previous is not None else None
-            slots.append((page, pos, text, context))
-            needed += [text] if context is None else [text, context]
-            previous = text
-    known = {text: vectors[text] for text in needed if text in vectors} if vectors else {}
-    missing = list(dict.fromkeys(text for text in needed if text not in known))
-    if missing:
-        known.update(zip(missing, configured.embedder().embed(missing), strict=True))
+    known = turn_vectors(pages, before, vectors)
     points = []
-    for page, pos, text, context in slots:
+    for page, pos, text, context in _turn_slots(pages, before):
         utt = page.utterances[pos]
         points.append(VectorPoint(
             id=turn_point_id(page, pos),
@@ -129,7 +160,7 @@ def turn_flags(said: Sequence[dict], pos: int) -> dict[str, bool]:
     return {"asks": scoring.asks(said[pos].get("text", "")), "last": pos == len(said) - 1}
 
 
-def _utterance_before(page: DialoguePage) -> dict | None:
+def utterance_before(page: DialoguePage) -> dict | None:
     """The last utterance of the page before `page` in the conversation, if any."""
     previous = (DialoguePage.objects.select_related("user", "sona")
                 .filter(user_id=page.user_id, seq__lt=page.seq, status=PageStatus.COMPLETE)
@@ -161,7 +192,7 @@ def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
             return done
         for page in pages:
             page.utterances = page_utterances(page)
-        points = turn_points(pages, _utterance_before(pages[0]), params, vectors)
+        points = turn_points(pages, utterance_before(pages[0]), params, vectors)
         index = configured.vector_index()
         index.upsert(points)
         remember_facts(index, points)

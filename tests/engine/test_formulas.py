@@ -74,3 +74,14 @@ def test_mean_vector_and_running_centroid():
     assert running_centroid((), 0, (0.0, 2.0)) == pytest.approx((0.0, 1.0))
     # centroid of 3 copies of x then add y: (3, 1)/sqrt(10)
     assert running_centroid((1.0, 0.0), 3, (0.0, 1.0)) == pytest.approx((3 / math.sqrt(10), 1 / math.sqrt(10)))
+
+
+def test_cosines_are_cosine_row_by_row_with_empty_and_zero_rows_at_zero():
+    from memory.engine.similarity import cosine, cosines
+
+    query = [1.0, 2.0, 2.0]
+    others = [[2.0, 4.0, 4.0], [0.0, 0.0, 0.0], (), [1.0, 0.0, 0.0], [-1.0, -2.0, -2.0]]
+    # hand-computed: parallel 1, zero 0, empty 0, 1/3, opposite -1
+    assert cosines(query, others) == pytest.approx([1.0, 0.0, 0.0, 1 / 3, -1.0])
+    assert cosines(query, others) == pytest.approx([cosine(query, list(o)) for o in others])
+    assert cosines(query, []) == [] and cosines((), [[1.0]]) == [0.0]

@@ -135,6 +135,8 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
             assert sum(part["mean"] for part in timing["parts"].values()) <= timing["recall"]["mean"] * 1.01
         assert latency["search_all_turns"]["n"] == 4
     assert size["write"]["n"] == 2 and size["write"]["pages_per_s"] > 0
+    # a write's time over its MiniLM time: the write includes its embeddings, so at least 1
+    assert size["write"]["over_embedding"] >= 1.0
     assert size["shard_mb"] > 0 and size["db_mb"] > 0 and size["peak_rss_mb"] > 0
     # the throwaway user and its rows are gone; the settings' vector shard was never opened
     assert not get_user_model().objects.filter(username__startswith="scale-").exists()
@@ -193,7 +195,7 @@ def test_scale_in_a_fresh_database_renders_tables(memory_env):
     call_command("bench", "scale", "--sizes", "12", "--queries", "2", "--write-sample", "1", "--pool", "24",
                  "--hnsw", "off", "--policies", "memoryos", "--no-progress", stdout=out, stderr=io.StringIO())
     text = out.getvalue()
-    assert "Store size and ingest" in text and "Retrieval latency" in text
+    assert "Store size and ingest" in text and "Retrieval latency" in text and "write / MiniLM" in text
     stage_rows = text.split("Where a recall's time goes")[1].splitlines()
     assert "mid-term" in stage_rows[0] and "embedding" in stage_rows[1]
     # every part, p50 / p95 (memoryos runs the relevance core's keyword search while the query is embedded)

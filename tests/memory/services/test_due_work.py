@@ -193,10 +193,10 @@ def test_a_stopped_turn_is_completed_once_even_when_two_processes_found_it(memor
 
     user = make_user("twice")
     page = stopped_mid_turn(user, "I moved to Porto last spring.", minutes_ago=30)
-    listed = list(maintenance.stopped_turn_pages().filter(user_id=user.pk))
+    listed = list(maintenance.stopped_turn_pages_of(user.pk))
     assert pages_interrupted_complete(user_id=user.pk) == 1
     stored = DialoguePage.objects.get(id=page.id)
-    monkeypatch.setattr(maintenance, "stopped_turn_pages", lambda: FakeListing(listed))
+    monkeypatch.setattr(maintenance, "stopped_turn_pages_of", lambda user_id: FakeListing(listed))
 
     assert pages_interrupted_complete(user_id=user.pk) == 0
 

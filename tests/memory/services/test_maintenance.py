@@ -181,6 +181,9 @@ def test_page_without_embedding_is_embedded_by_maintenance(make_user, memory_env
     assert configured.vector_index().count(user_id=str(user.pk), kind="page") == 1
 
 
+# Which pages are related is MiniLM's to say: a page's vector is its utterances' (which name their
+# speakers), and the fake's bag of words counts the names as shared words.
+@pytest.mark.real_adapters
 def test_meta_chain_links_related_pages(make_user, memory_env):
     user = make_user()
     a = add_page(user, "I'm training for the Berlin marathon.", "How many kilometres a week?")

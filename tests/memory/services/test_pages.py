@@ -87,8 +87,8 @@ def test_a_reply_is_stored_with_its_node_and_sona_in_as_few_statements(make_user
         page_reply_store(page=page, response="A fine name for a kayak.", reply_model="test-model",
                          embedding=vector)
     # the user's lock; where maintenance left the page; the node looked for, then inserted with its
-    # block; the page with its CID; its sona; the full-text row replaced
-    assert statements(queries) == ["UPDATE", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "DELETE", "INSERT"]
+    # block; the page with its CID; its sona; the full-text row, inserted (the page had none)
+    assert statements(queries) == ["UPDATE", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "INSERT"]
     stored = DialoguePage.objects.get(pk=page.pk)
     node = MemoryNode.objects.get(user=user, kind=MemoryNode.Kind.PAGE, object_id=str(page.pk))
     data, timestamp = row_content("page", stored)

@@ -1,0 +1,95 @@
+"""A write embeds each of its texts once, in one call: the utterances and their contexts. The page's
+vector and its segment's are derived from vectors the write has (issue 37, item 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory.adapters import configured
+from memory.models import DialoguePage, Segment, Tier, bytes_to_vector
+from memory.services.maintenance import maintenance_run
+from memory.services.pages import page_reply_store, page_start
+from memory.services.utterances import page_vector, turn_point_id
+
+pytestmark = pytest.mark.usefixtures("memory_env")
+
+
+class Counting:
+    """The configured embedder, recording each call's texts."""
+
+    def __init__(self) -> None:
+        self.inner, self.calls = configured.embedder(), []
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    embedder = Counting()
+    monkeypatch.setattr(configured, "embedder", lambda: embedder)
+    return embedder
+
+
+def unit(v):
+    v = np.asarray(v, dtype=np.float64)
+    return v / np.linalg.norm(v)
+
+
+def test_a_page_vector_is_the_unit_mean_of_its_contexts_on_the_page():
+    said = [{"speaker": "Ana", "text": "a"}, {"speaker": "Ben", "text": "b"}, {"speaker": "Ana", "text": "c"}]
+    vectors = {"Ana: a": [1.0, 0.0, 0.0], "Ben: b": [0.0, 1.0, 0.0], "Ana: c": [0.0, 0.0, 1.0],
+               "Ana: a\nBen: b": [1.0, 1.0, 0.0], "Ben: b\nAna: c": [0.0, 0.0, 2.0],
+               "Zed: before\nAna: a": [9.0, 9.0, 9.0]}  # the first utterance's context is another page's
+    # hand-computed: (1,1,0) + (0,0,2) = (1,1,2), over its norm √6
+    assert np.allclose(page_vector(said, vectors), np.array([1, 1, 2]) / np.sqrt(6))
+    # a page of one utterance: that utterance's vector
+    assert np.allclose(page_vector(said[:1], vectors), [1.0, 0.0, 0.0])
+
+
+def test_a_live_write_embeds_its_utterances_and_contexts_once_in_one_call(make_user, counting, memory_env):
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
+    user = make_user()
+    first = page_start(user=user, query="I adopted a puppy named Max.")
+    page_reply_store(page=first, response="How is Max settling in?", reply_model="test")
+    maintenance_run(user_id=user.pk)
+    counting.calls.clear()
+
+    page = page_start(user=user, query="Max chewed my shoes again.")
+    page_reply_store(page=page, response="Get Max some chew toys.", reply_model="test")
+    report = maintenance_run(user_id=user.pk)  # the first page moves into a segment: nothing embedded
+
+    name = user.get_username()
+    a, b = f"{name}: Max chewed my shoes again.", "assistant: Get Max some chew toys."
+    before = "assistant: How is Max settling in?"
+    assert counting.calls == [[a, f"{before}\n{a}", b, f"{a}\n{b}"]]
+    assert report.moved == 1 and report.turns_indexed == 0  # indexed with the reply
+    page.refresh_from_db()
+    assert page.turns_indexed and page.tier == Tier.STM
+    v = dict(zip(counting.calls[0], counting.inner.embed(counting.calls[0]), strict=True))
+    assert np.allclose(bytes_to_vector(page.embedding), unit(v[f"{a}\n{b}"]), atol=1e-6)
+    index = configured.vector_index()
+    assert index.count(user_id=str(user.pk), kind="turn") == 4
+    stored = index.get_payloads(user_id=str(user.pk), ids=[turn_point_id(page, 0)], fields=("page_id",))
+    assert stored[turn_point_id(page, 0)]["page_id"] == str(page.id)
+
+
+def test_a_segment_vector_is_the_unit_mean_of_the_pages_its_summary_is_made_of(make_user, memory_env):
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
+    user = make_user()
+    for query, reply in (("I adopted a puppy named Max.", "A puppy! How is Max?"),
+                         ("Max the puppy chewed my shoes.", "Puppies chew; get Max toys."),
+                         ("Anything else?", "")):
+        page = page_start(user=user, query=query)
+        page_reply_store(page=page, response=reply, reply_model="test")
+        maintenance_run(user_id=user.pk)
+    moved = list(DialoguePage.objects.filter(user=user, tier=Tier.MTM).order_by("seq"))
+    assert len(moved) == 2 and moved[0].segment_id == moved[1].segment_id
+    segment = Segment.objects.get(id=moved[0].segment_id)
+    expected = unit(np.add(bytes_to_vector(moved[0].embedding), bytes_to_vector(moved[1].embedding)))
+    assert np.allclose(bytes_to_vector(segment.embedding), expected, atol=1e-6)

@@ -1,0 +1,43 @@
+"""Maintenance's reads on the write path go through indexes that hold only their own rows, so a
+write does not grow with the store (issue 37, item 2): checked on SQLite's query plans, where the
+planner otherwise walked all of a user's pages by (user, seq)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory.adapters.fulltext import fulltext_index
+from memory.models import DialoguePage
+from memory.selectors.maintenance import stopped_turn_pages_of
+from memory.services.memoria import fulltext_page_put
+
+pytestmark = [pytest.mark.django_db,
+              pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's query plans")]
+
+
+def test_a_users_stopped_turns_are_read_through_the_pending_index():
+    assert "page_pending" in stopped_turn_pages_of(7).select_related("user").order_by("seq").explain()
+
+
+def test_a_chains_pages_are_read_through_the_chain_index():
+    plan = DialoguePage.objects.filter(chain_id="6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10").order_by("-seq")[:11].explain()
+    assert "page_chain" in plan
+
+
+def test_the_segments_holding_pinned_pages_are_read_through_the_pinned_index():
+    plan = (DialoguePage.objects.filter(user_id=7, pinned=True, segment__isnull=False)
+            .values_list("segment_id", flat=True).explain())
+    assert "page_pinned" in plan
+
+
+def test_a_new_page_is_indexed_for_full_text_once_and_a_stored_one_replaced(make_user):
+    user = make_user()
+    page = DialoguePage.objects.create(user=user, seq=1, query="violin lessons", timestamp=timezone.now())
+    fulltext_page_put(page=page, text="violin lessons", new=True)
+    fulltext_page_put(page=page, text="cello lessons")
+    index = fulltext_index()
+    assert index.count(user_id=user.pk) == 1
+    assert [hit.doc_id for hit in index.search(user_id=user.pk, text="cello", limit=5)] == [str(page.id)]
+    assert index.search(user_id=user.pk, text="violin", limit=5) == []
