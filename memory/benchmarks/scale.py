@@ -62,7 +62,7 @@ from memory.models import (
     bytes_to_vector,
     vector_to_bytes,
 )
-from memory.recall.base import get_policy, policy_names
+from memory.recall.base import default_policy_name, get_policy, policy_names
 from memory.recall.pipeline import EMBED_PART, PROFILE_PART, SIMILAR_PART, STM_PART
 from memory.services import graph
 from memory.services.maintenance import maintenance_run
@@ -715,21 +715,42 @@ def render_store_table(runs: list[dict]) -> str:
         rows, title="Store size and ingest")
 
 
+def floor_ms(lat: dict, policy: str) -> float | None:
+    """A recall's floor in one run (issue 37): the policy's query embedding p50 (inside its
+    recalls) plus one dense search p95 over the user's MTM utterances."""
+    embedding = lat["policies"][policy].get("embedding", {}).get("p50")
+    search = lat.get("search_all_turns", {}).get("p95")
+    return None if embedding is None or search is None else embedding + search
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    return round(numerator / denominator, 2) if numerator is not None and denominator else None
+
+
 def render_latency_table(runs: list[dict]) -> str:
+    """One row per size, index and policy; beside the milliseconds, the ratios issue 37 sets
+    targets on: recall p95 / the floor (floor_ms) and a policy's recall p95 / the default
+    policy's (the hybrid one)."""
+    default = default_policy_name()
     rows = []
     for r in runs:
         for variant in ("plain", "hnsw"):
             lat = r["latency"].get(variant)
+            hybrid = ((lat or {}).get("policies", {}).get(default) or {}).get("recall", {}).get("p95")
             for policy, timing in (lat or {}).get("policies", {}).items():
+                floor = floor_ms(lat, policy)
                 rows.append([r["pages"], "yes" if variant == "hnsw" else "no", policy,
                              timing["recall"]["p50"], timing["recall"]["p95"],
                              timing["recall_no_trace"]["p50"], timing["recall_no_trace"]["p95"],
                              timing.get("embedding", {}).get("p50"), lat["search_all_pages"]["p95"],
-                             lat["search_all_turns"]["p95"], lat.get("keyword_search_all_turns", {}).get("p95")])
+                             lat["search_all_turns"]["p95"], lat.get("keyword_search_all_turns", {}).get("p95"),
+                             _ratio(timing["recall"]["p95"], floor), _ratio(timing["recall"]["p95"], hybrid)])
     return common.render_table(
         ["pages", "HNSW", "policy", "recall p50", "recall p95", "no trace p50", "no trace p95",
-         "embedding p50", "all-pages search p95", "all-turns search p95", "all-turns BM25 p95"], rows,
-        title="Retrieval latency, ms (recall includes the query embedding)")
+         "embedding p50", "all-pages search p95", "all-turns search p95", "all-turns BM25 p95",
+         "p95 / floor", f"p95 / {default} p95"], rows,
+        title="Retrieval latency, ms (recall includes the query embedding; floor = embedding p50 + "
+              "all-turns search p95)")
 
 
 def render_stage_table(runs: list[dict]) -> str:

@@ -566,3 +566,17 @@ def test_open_vector_index_picks_edge_without_url(tmp_path: Path) -> None:
     assert isinstance(index, EdgeVectorIndex)
     assert isinstance(index, VectorIndex)
     index.close()
+
+
+def test_get_vectors_reads_every_owned_point_asked_for_at_once(index: Index) -> None:
+    """Recall reads the vectors of its best 100 turns in one call (smoothing by meaning): all of
+    them come back, repeated ids once, another user's never (Edge reads them with one scroll
+    filtered by owner and ids, no payload)."""
+    index.upsert([make_point(n, [1.0, float(n), 0.0, 0.0]) for n in range(1, 151)]
+                 + [make_point(n, [0.0, 1.0, 0.0, 0.0], user="u2") for n in range(151, 161)])
+    wanted = [pid(n) for n in range(160, 0, -1)] + [pid(7)]
+
+    vectors = index.get_vectors(user_id="u1", ids=wanted)
+
+    assert set(vectors) == {pid(n) for n in range(1, 151)}
+    assert vectors[pid(7)] == pytest.approx([1 / 50 ** 0.5, 7 / 50 ** 0.5, 0.0, 0.0], abs=1e-6)

@@ -325,3 +325,36 @@ def test_the_seq_pos_and_day_columns_are_the_facts_read_once():
     assert day.tolist() == [fact.day for fact in facts] == [0, 0, 1, 10, -1, -2]
     assert found.seq is seq  # read once
     assert relevance_of([], []).ranked(3) == [] and relevance_of([], []).page_scores() == {}
+
+
+def test_the_feedback_query_leans_toward_the_top_turns_in_ranking_order(two_sessions, monkeypatch):
+    """q' = q + mix · mean(top vectors), the vectors taken in the first pass's order whatever order
+    the index returns them in (Edge's filtered scroll returns points by id): a mean summed in
+    another order can differ in its last bits, and the feedback search with it."""
+    query = "What did Caroline paint?"
+    vector = configured.embedder().embed([query])[0]
+    index = configured.vector_index()
+    real_get, real_search = index.get_vectors, index.search
+    asked: list[list[str]] = []
+    feedback: list[list[float]] = []
+
+    def get_vectors_reversed(*, user_id, ids):
+        asked.append(list(ids))
+        return dict(reversed(list(real_get(user_id=user_id, ids=ids).items())))
+
+    def search(**kwargs):
+        feedback.append(list(kwargs["vector"]))
+        return real_search(**kwargs)
+
+    monkeypatch.setattr(index, "get_vectors", get_vectors_reversed)
+    monkeypatch.setattr(index, "search", search)
+    turn_relevance(user=two_sessions, query=query, query_vector=vector, now=ASKED_AT, tiers=BOTH,
+                   params=HybridParams(meaning_weight=0.0))
+
+    top = asked[0]
+    vectors = real_get(user_id=str(two_sessions.pk), ids=top)
+    mix = HybridParams().feedback_mix
+    expected = (np.asarray(vector, dtype=float)
+                + mix * np.asarray([vectors[key] for key in top], dtype=float).mean(axis=0)).tolist()
+    assert len(top) == HybridParams().feedback_top
+    assert feedback[1] == expected  # bit for bit: [0] is the query's own search
