@@ -9,8 +9,8 @@ VARIANT (one per run; every conversation is imported again under it, so each is 
   context vectors of its utterances whose previous utterance is on the same page, not its text
   embedded;
 - page-from-contexts: the normalised mean of those context vectors alone, or its one utterance's
-  vector (a two-utterance LoCoMo page's one context is its text word for word); what the product
-  does since (memory.services.utterances.page_vector);
+  vector (a two-utterance LoCoMo page's one context is its text word for word; the product
+  embeds the page's own text in the same call instead: see BENCHMARKS.md for why);
 - segment-centroid: a segment's vector is the normalised mean of the vectors of the pages its
   summary is made of (the page that joins and the newest SUMMARY_PAGES before it), not its
   summary embedded;

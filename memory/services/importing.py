@@ -13,8 +13,7 @@ pages of a batch were never made). A stop mid-file loses the batch; a re-run add
 
 Either way the texts of the file's utterances and contexts are embedded up front, each distinct text
 once, in one call sorted by length (EMBED_PAGES pages at a time): little padding in MiniLM's
-batches, and no embedding call per page. A page's vector is derived from its utterances'
-(utterances.page_vector), not embedded.
+batches, and no embedding call per page.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from memory.services.common import MemoryInputError, text_problem
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.users import SONA_NAME_MAX_CHARS, sona_get_or_create
-from memory.services.utterances import context_text, index_turns, page_vector, utterance_text
+from memory.services.utterances import context_text, index_turns, utterance_text
 
 PAGE_BATCH = 64  # pages a transaction (batched) and an indexing pass hold
 EMBED_PAGES = 16 * PAGE_BATCH  # pages whose texts are embedded together, up front (a LoCoMo file: all)
@@ -98,19 +97,17 @@ def _stored_pages(user) -> dict[tuple[tuple[str, ...], float], DialoguePage]:
     return {_page_key(page.source_ids, page.timestamp): page for page in pages}
 
 
-def _embed_up_front(items: Sequence[LocomoPage]) -> tuple[dict[str, tuple[float, ...]], dict[str, list[float]]]:
-    """The pages' utterances and their contexts embedded in one call, each distinct text once:
-    sorted by length over the whole file, MiniLM's batches carry little padding. By text: (the
-    pages' vectors, derived from those (utterances.page_vector), and the utterances' and contexts'
-    as turn_points embeds them)."""
+def _embed_up_front(items: Sequence[LocomoPage]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """The pages' texts, their utterances and the utterances' contexts embedded in one call, each
+    distinct text once (a LoCoMo page's text is its one context word for word): sorted by length
+    over the whole file, MiniLM's batches carry little padding. By text: (the pages' vectors, the
+    utterances' and contexts' as turn_points embeds them)."""
+    pages = list(dict.fromkeys(page_text(item.query, item.response) for item in items))
     spoken = [utterance_text({"speaker": who, "text": text}) for item in items for _, who, text in item.utterances]
     said = list(dict.fromkeys(spoken + [context_text(a, b) for a, b in pairwise(spoken)]))
-    vectors = dict(zip(said, configured.embedder().embed(said), strict=True)) if said else {}
-    pages = {}
-    for item in items:
-        own = [{"speaker": who, "text": text} for _, who, text in item.utterances]
-        pages.setdefault(page_text(item.query, item.response), page_vector(own, vectors))
-    return pages, vectors
+    texts = list(dict.fromkeys(pages + said))
+    vectors = dict(zip(texts, configured.embedder().embed(texts), strict=True)) if texts else {}
+    return {text: vectors[text] for text in pages}, {text: vectors[text] for text in said}
 
 
 def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) -> None:

@@ -38,7 +38,6 @@ from memory.services.turn_holders import turn_holder
 from memory.services.turn_input import validate_message
 from memory.services.utterances import (
     page_utterances,
-    page_vector,
     remember_facts,
     turn_points,
     turn_texts,
@@ -89,14 +88,17 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
                      embedding: Sequence[float] | None = None) -> DialoguePage:
     """Store the reply, the page's keywords and embedding, and mark maintenance due.
 
-    Without an `embedding`, the page's utterances and their contexts are embedded here, in one
-    call, the page's vector is derived from them (utterances.page_vector) and its utterances are
-    indexed with the reply: each text of the write embedded once. With one (the chat's reply
-    thread, a whole-file import), maintenance indexes the utterances (utterances.index_turns)."""
+    Without an `embedding`, the page's text, its utterances and their contexts are embedded here,
+    in one call, each distinct text once, and its utterances are indexed with the reply. The page
+    keeps a vector of its own text: one derived from its speaker-named contexts made unrelated live
+    pages look alike (MiniLM cosine 0.03 -> 0.24), which moved the meta chain's, Fscore's and the
+    Exocortex's thresholds (BENCHMARKS.md, "Writes at the embedding floor"). With an `embedding`
+    (the chat's reply thread, a whole-file import), maintenance indexes the utterances
+    (utterances.index_turns)."""
     text = page_text(page.query, response, reply_model, page.attachment_text)
-    said = _said_embedded(page, response, reply_model) if embedding is None else None
+    said = _said_embedded(page, response, reply_model, text) if embedding is None else None
     if said is not None:
-        embedding = page_vector(said.utterances, said.vectors)
+        embedding = said.vectors[text]
     keywords = sorted(offline.extract_keywords(SPEAKER_LABEL.sub(" ", text)))
     with transaction.atomic():
         # The user's lock, and maintenance marked due: committed with the reply, before any job is queued
@@ -133,10 +135,10 @@ class _Said:
     vectors: dict  # utterance and context texts -> vectors
 
 
-def _said_embedded(page: DialoguePage, response: str, reply_model: str) -> _Said | None:
-    """The page's utterances with the reply, and their texts and contexts embedded in one call;
-    None when the embedder fails, or the page has nothing said (maintenance embeds its text and
-    indexes it later)."""
+def _said_embedded(page: DialoguePage, response: str, reply_model: str, text: str) -> _Said | None:
+    """The page's utterances with the reply, and the page's `text`, its utterances and their
+    contexts embedded in one call, each distinct text once; None when the embedder fails, or the
+    page has nothing said (maintenance embeds its text and indexes it later)."""
     page.response, page.reply_model = response, reply_model
     said = page_utterances(page)
     if not said:
@@ -144,7 +146,7 @@ def _said_embedded(page: DialoguePage, response: str, reply_model: str) -> _Said
     before = utterance_before(page)
     shown = copy(page)
     shown.utterances = said
-    texts = turn_texts([shown], before)
+    texts = list(dict.fromkeys([text, *turn_texts([shown], before)]))
     vectors = embed_or_none(texts)
     if vectors is None:
         return None

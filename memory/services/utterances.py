@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from itertools import pairwise
 
 from django.db import transaction
 
 from memory.adapters import configured
 from memory.engine import hybrid_scoring as scoring
 from memory.engine.ports import VectorPoint
-from memory.engine.similarity import mean_vector
 from memory.models import OFFLINE_MODEL_NAME, DialoguePage, PageStatus, Tier
 from memory.recall.turn_facts import TurnFact, turn_facts
 from memory.services.common import lock_user_state
@@ -116,17 +114,6 @@ def turn_vectors(pages: Sequence[DialoguePage], before: dict | None,
     if missing:
         known.update(zip(missing, configured.embedder().embed(missing), strict=True))
     return known
-
-
-def page_vector(said: Sequence[dict], vectors: Mapping[str, Sequence[float]]) -> tuple[float, ...]:
-    """A page's vector from its utterances' own, embedding nothing: the unit mean of the context
-    vectors of its utterances whose previous utterance is on the page, or its one utterance's
-    vector. A two-utterance page's one context is its text with the speakers named (a LoCoMo
-    page's, word for word): embedding the page's text as well was a sixth of a live write's MiniLM
-    time (BENCHMARKS.md, "Writes at the embedding floor")."""
-    own = [utterance_text(utt) for utt in said]
-    joined = [context_text(a, b) for a, b in pairwise(own)] or own
-    return mean_vector([vectors[text] for text in joined])
 
 
 def turn_points(pages: Sequence[DialoguePage], before: dict | None, params: scoring.HybridParams,

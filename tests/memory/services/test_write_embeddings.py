@@ -1,5 +1,5 @@
-"""A write embeds each of its texts once, in one call: the utterances and their contexts. The page's
-vector and its segment's are derived from vectors the write has (issue 37, item 2)."""
+"""A write embeds each of its texts once, in one call: the page's text, its utterances and their
+contexts. A segment's vector is derived from its pages' vectors (issue 37, item 2)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from memory.adapters import configured
 from memory.models import DialoguePage, Segment, Tier, bytes_to_vector
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_reply_store, page_start
-from memory.services.utterances import page_vector, turn_point_id
+from memory.services.utterances import turn_point_id
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 
@@ -41,18 +41,7 @@ def unit(v):
     return v / np.linalg.norm(v)
 
 
-def test_a_page_vector_is_the_unit_mean_of_its_contexts_on_the_page():
-    said = [{"speaker": "Ana", "text": "a"}, {"speaker": "Ben", "text": "b"}, {"speaker": "Ana", "text": "c"}]
-    vectors = {"Ana: a": [1.0, 0.0, 0.0], "Ben: b": [0.0, 1.0, 0.0], "Ana: c": [0.0, 0.0, 1.0],
-               "Ana: a\nBen: b": [1.0, 1.0, 0.0], "Ben: b\nAna: c": [0.0, 0.0, 2.0],
-               "Zed: before\nAna: a": [9.0, 9.0, 9.0]}  # the first utterance's context is another page's
-    # hand-computed: (1,1,0) + (0,0,2) = (1,1,2), over its norm √6
-    assert np.allclose(page_vector(said, vectors), np.array([1, 1, 2]) / np.sqrt(6))
-    # a page of one utterance: that utterance's vector
-    assert np.allclose(page_vector(said[:1], vectors), [1.0, 0.0, 0.0])
-
-
-def test_a_live_write_embeds_its_utterances_and_contexts_once_in_one_call(make_user, counting, memory_env):
+def test_a_live_write_embeds_its_text_utterances_and_contexts_once_in_one_call(make_user, counting, memory_env):
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
     user = make_user()
     first = page_start(user=user, query="I adopted a puppy named Max.")
@@ -67,12 +56,13 @@ def test_a_live_write_embeds_its_utterances_and_contexts_once_in_one_call(make_u
     name = user.get_username()
     a, b = f"{name}: Max chewed my shoes again.", "assistant: Get Max some chew toys."
     before = "assistant: How is Max settling in?"
-    assert counting.calls == [[a, f"{before}\n{a}", b, f"{a}\n{b}"]]
+    text = "Max chewed my shoes again.\nGet Max some chew toys."
+    assert counting.calls == [[text, a, f"{before}\n{a}", b, f"{a}\n{b}"]]
     assert report.moved == 1 and report.turns_indexed == 0  # indexed with the reply
     page.refresh_from_db()
     assert page.turns_indexed and page.tier == Tier.STM
     v = dict(zip(counting.calls[0], counting.inner.embed(counting.calls[0]), strict=True))
-    assert np.allclose(bytes_to_vector(page.embedding), unit(v[f"{a}\n{b}"]), atol=1e-6)
+    assert np.allclose(bytes_to_vector(page.embedding), unit(v[text]), atol=1e-6)  # its own text's
     index = configured.vector_index()
     assert index.count(user_id=str(user.pk), kind="turn") == 4
     stored = index.get_payloads(user_id=str(user.pk), ids=[turn_point_id(page, 0)], fields=("page_id",))
