@@ -20,12 +20,12 @@ from persona.models import UserTrait
 pytestmark = pytest.mark.usefixtures("memory_env")
 
 TOPICS = {
-    "dog": ["I adopted a golden retriever puppy called Max.", "Max the puppy loves chasing balls in the park.",
+    "dog": ["I adopted a golden retriever puppy called Max.", "Max loves chasing balls in the park.",
             "I take my dog Max to the vet on Fridays."],
     "cooking": ["I cooked a spicy Thai green curry for dinner.", "My homemade lasagna recipe uses three cheeses.",
                 "I baked sourdough bread this morning."],
     "work": ["My manager asked me to lead the quarterly budget review.", "I have a job interview at a bank.",
-             "The office moved to a new building downtown."],
+             "The office moved to a new building downtown.", "My manager lets me bring my dog to the office."],
 }
 
 
@@ -416,10 +416,10 @@ def test_memoryos_returns_pages_of_the_top_m_segments_only_even_a_relevant_one_o
     assert chosen == [max(segments, key=lambda s: s["fscore"])["id"]]
     assert {i.breakdown["segment_id"] for i in items} == set(chosen)
     assert "Max" in items[0].text
-    # A page outside the chosen segment that the core scores above one returned is still left out.
+    # A page outside the chosen segment that the core scores above the candidates' mean (z-scale:
+    # above 0; here "Max loves chasing balls", which segmentation left on its own) is still left out.
     returned = {i.ref for i in items}
-    outside = [page for seq, page in pages.items() if str(page.segment_id) not in chosen
-               and page_score[seq] > min(i.breakdown["relevance"] for i in items)]
+    outside = [page for seq, page in pages.items() if str(page.segment_id) not in chosen and page_score[seq] > 0]
     assert outside and not {str(page.id) for page in outside} & returned
     # Without the first stage every segment is chosen and stage two ranks all pages by relevance.
     everything, segments = recall(segments_first=False)
