@@ -6,44 +6,21 @@ import datetime as dt
 import io
 
 import numpy as np
-import pytest
 from django.core.management import call_command
 
 from memory.adapters import configured
 from memory.engine.hybrid_scoring import HybridParams
 from memory.models import DialoguePage
 from memory.services.utterances import turn_points
+from tests.memory.services.conftest import unit
 
 AT = dt.datetime(2023, 5, 8, 13, 0, tzinfo=dt.UTC)
-
-
-class Counting:
-    """The real embedder, recording every text it is asked for."""
-
-    def __init__(self) -> None:
-        self.inner, self.texts = configured.embedder(), []
-
-    def embed(self, texts):
-        self.texts += list(texts)
-        return self.inner.embed(texts)
 
 
 def page(seq: int, *said: tuple[str, str]) -> DialoguePage:
     return DialoguePage(user_id=7, seq=seq, timestamp=AT, tier="stm",
                         utterances=[{"id": f"D1:{seq}.{i}", "speaker": who, "text": text}
                                     for i, (who, text) in enumerate(said)])
-
-
-@pytest.fixture
-def counting(monkeypatch):
-    embedder = Counting()
-    monkeypatch.setattr(configured, "embedder", lambda: embedder)
-    return embedder
-
-
-def unit(v):
-    v = np.asarray(v, dtype=np.float64)
-    return v / np.linalg.norm(v)
 
 
 def test_each_text_is_embedded_once_and_the_context_is_the_joined_text(counting):

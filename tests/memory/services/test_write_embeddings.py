@@ -11,34 +11,9 @@ from memory.models import DialoguePage, Segment, Tier, bytes_to_vector
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_reply_store, page_start
 from memory.services.utterances import turn_point_id
+from tests.memory.services.conftest import unit
 
 pytestmark = pytest.mark.usefixtures("memory_env")
-
-
-class Counting:
-    """The configured embedder, recording each call's texts."""
-
-    def __init__(self) -> None:
-        self.inner, self.calls = configured.embedder(), []
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def embed(self, texts):
-        self.calls.append(list(texts))
-        return self.inner.embed(texts)
-
-
-@pytest.fixture
-def counting(monkeypatch):
-    embedder = Counting()
-    monkeypatch.setattr(configured, "embedder", lambda: embedder)
-    return embedder
-
-
-def unit(v):
-    v = np.asarray(v, dtype=np.float64)
-    return v / np.linalg.norm(v)
 
 
 def test_a_live_write_embeds_its_text_utterances_and_contexts_once_in_one_call(make_user, counting, memory_env):
