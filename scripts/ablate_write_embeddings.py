@@ -43,7 +43,9 @@ def _unit(vectors) -> list[float]:
     return (total / norm).astype(np.float32).tolist()
 
 
-def page_derived():
+def _pages_derived(parts_of):
+    """Patches whose import embeds the utterances and contexts alone, and gives each page the unit
+    mean of the vectors of `parts_of(its utterance texts)`."""
     from memory.adapters import configured
     from memory.services import importing
     from memory.services.pages import page_text
@@ -56,31 +58,19 @@ def page_derived():
         pages = {}
         for item in items:
             own = [utterance_text({"speaker": who, "text": text}) for _, who, text in item.utterances]
-            parts = own + [context_text(a, b) for a, b in pairwise(own)]
+            parts = parts_of(own, [context_text(a, b) for a, b in pairwise(own)])
             pages.setdefault(page_text(item.query, item.response), _unit([vectors[t] for t in parts]))
         return pages, vectors
 
     return [mock.patch.object(importing, "_embed_up_front", embed_up_front)]
+
+
+def page_derived():
+    return _pages_derived(lambda own, joined: own + joined)
 
 
 def page_from_contexts():
-    from memory.adapters import configured
-    from memory.services import importing
-    from memory.services.pages import page_text
-    from memory.services.utterances import context_text, utterance_text
-
-    def embed_up_front(items):
-        spoken = [utterance_text({"speaker": who, "text": text}) for item in items for _, who, text in item.utterances]
-        said = list(dict.fromkeys(spoken + [context_text(a, b) for a, b in pairwise(spoken)]))
-        vectors = dict(zip(said, configured.embedder().embed(said), strict=True)) if said else {}
-        pages = {}
-        for item in items:
-            own = [utterance_text({"speaker": who, "text": text}) for _, who, text in item.utterances]
-            parts = [context_text(a, b) for a, b in pairwise(own)] or own
-            pages.setdefault(page_text(item.query, item.response), _unit([vectors[t] for t in parts]))
-        return pages, vectors
-
-    return [mock.patch.object(importing, "_embed_up_front", embed_up_front)]
+    return _pages_derived(lambda own, joined: joined or own)
 
 
 def segment_centroid():
