@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -182,6 +183,13 @@ def _embed_missing(user_id: int) -> int:
     return len(pages)
 
 
+def chain_newest_pages(chain_id, count: int) -> QuerySet[DialoguePage]:
+    """The newest `count` pages of a meta chain, by the chain alone (its id is a page's, so no other
+    user's): with the user's id beside it, SQLite walked the user's pages by (user, seq) until it
+    found them, all of them for a short chain, on every linked page."""
+    return DialoguePage.objects.filter(chain_id=chain_id).order_by("-seq")[:count]
+
+
 def _link_chains(user_id: int) -> int:
     """Meta chain: link each new page to the previous one when the topic continues, and summarise."""
     params = memory_params()
@@ -201,11 +209,7 @@ def _link_chains(user_id: int) -> int:
             if decision.continues and prev is not None:
                 page.previous = prev
                 page.chain_id = prev.chain_id or prev.id
-                # By the chain alone (its id is a page's): with the user's id beside it, SQLite
-                # walked the user's pages by (user, seq) until it found SUMMARY_PAGES of the chain,
-                # all of them for a short chain, on every page.
-                chain_pages = list(DialoguePage.objects.filter(chain_id=page.chain_id)
-                                   .order_by("-seq")[:SUMMARY_PAGES - 1]) + [page]
+                chain_pages = list(chain_newest_pages(page.chain_id, SUMMARY_PAGES - 1)) + [page]
                 graph.edge_link(user_id=user_id, source=page, source_kind=MemoryNode.Kind.PAGE, target=prev,
                                 target_kind=MemoryNode.Kind.PAGE, relation="follows", weight=decision.similarity)
             else:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -146,6 +147,13 @@ def segment_vector(members: list[DialoguePage]) -> tuple[float, ...]:
     return mean_vector([bytes_to_vector(page.embedding) for page in members if page.embedding])
 
 
+def segments_holding_pins(user_id: int) -> QuerySet:
+    """Ids of the user's segments that hold a pinned page, read through the partial index
+    `page_pinned` (eviction asks on every run past capacity; by (user, seq) it walked every page)."""
+    return (DialoguePage.objects.filter(user_id=user_id, pinned=True, segment__isnull=False)
+            .values_list("segment_id", flat=True))
+
+
 def segment_text(segment: Segment) -> str:
     return f"{segment.summary}\n{' '.join(segment.keywords)}".strip()
 
@@ -175,8 +183,7 @@ def segments_evict(*, user_id: int, now: datetime) -> list[str]:
         lock_user_state(user_id)
         active = list(Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).defer("embedding"))
         # A segment holding a pinned page is as pinned as one pinned itself.
-        holding_pins = set(DialoguePage.objects.filter(user_id=user_id, pinned=True, segment__isnull=False)
-                           .values_list("segment_id", flat=True))
+        holding_pins = set(segments_holding_pins(user_id))
         views = [replace(s.to_engine(with_embedding=False), pinned=s.pinned or s.id in holding_pins)
                  for s in active]
         plan = mid_term.plan_eviction(views, now=now, params=params)

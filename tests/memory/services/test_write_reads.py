@@ -11,7 +11,9 @@ from django.utils import timezone
 from memory.adapters.fulltext import fulltext_index
 from memory.models import DialoguePage
 from memory.selectors.maintenance import stopped_turn_pages_of
+from memory.services.maintenance import chain_newest_pages
 from memory.services.memoria import fulltext_page_put
+from memory.services.segments import segments_holding_pins
 
 pytestmark = [pytest.mark.django_db,
               pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's query plans")]
@@ -22,14 +24,11 @@ def test_a_users_stopped_turns_are_read_through_the_pending_index():
 
 
 def test_a_chains_pages_are_read_through_the_chain_index():
-    plan = DialoguePage.objects.filter(chain_id="6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10").order_by("-seq")[:11].explain()
-    assert "page_chain" in plan
+    assert "page_chain" in chain_newest_pages("6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10", 11).explain()
 
 
 def test_the_segments_holding_pinned_pages_are_read_through_the_pinned_index():
-    plan = (DialoguePage.objects.filter(user_id=7, pinned=True, segment__isnull=False)
-            .values_list("segment_id", flat=True).explain())
-    assert "page_pinned" in plan
+    assert "page_pinned" in segments_holding_pins(7).explain()
 
 
 def test_a_new_page_is_indexed_for_full_text_once_and_a_stored_one_replaced(make_user):
