@@ -15,7 +15,6 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from memory.adapters import configured
 from memory.engine import offline
 from memory.engine.hybrid_scoring import HybridParams
 from memory.engine.ports import VectorPoint
@@ -38,7 +37,7 @@ from memory.services.turn_holders import turn_holder
 from memory.services.turn_input import validate_message
 from memory.services.utterances import (
     page_utterances,
-    remember_facts,
+    points_write,
     turn_points,
     turn_texts,
     utterance_before,
@@ -124,7 +123,7 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
             memoria.sona_membership_put(user_id=page.user_id, sona_id=page.sona_id, node=node)
         memoria.fulltext_page_put(page=page, text=text, new=new)
         if points:
-            transaction.on_commit(lambda: _points_write(points))
+            transaction.on_commit(lambda: points_write(points))
     return page
 
 
@@ -151,12 +150,6 @@ def _said_embedded(page: DialoguePage, response: str, reply_model: str, text: st
     if vectors is None:
         return None
     return _Said(utterances=said, before=before, vectors=dict(zip(texts, vectors, strict=True)))
-
-
-def _points_write(points: list[VectorPoint]) -> None:
-    index = configured.vector_index()
-    index.upsert(points)
-    remember_facts(index, points)
 
 
 def page_point(page: DialoguePage, embedding: Sequence[float]) -> VectorPoint:

@@ -165,6 +165,13 @@ def remember_facts(index, points: Sequence[VectorPoint]) -> None:
                              if point.payload.get("kind") == "turn"})
 
 
+def points_write(points: Sequence[VectorPoint]) -> None:
+    """Write points to the vector index and keep the facts of its turn points (remember_facts)."""
+    index = configured.vector_index()
+    index.upsert(points)
+    remember_facts(index, points)
+
+
 def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
                 vectors: Mapping[str, Sequence[float]] | None = None) -> int:
     """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived).
@@ -180,9 +187,7 @@ def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
         for page in pages:
             page.utterances = page_utterances(page)
         points = turn_points(pages, utterance_before(pages[0]), params, vectors)
-        index = configured.vector_index()
-        index.upsert(points)
-        remember_facts(index, points)
+        points_write(points)
         with transaction.atomic():
             for page in pages:
                 DialoguePage.objects.filter(id=page.id).update(utterances=page.utterances, turns_indexed=True)
