@@ -13,3 +13,7 @@ class MemoryConfig(AppConfig):
 
         editing.page_corrected_listen(facts.facts_reread_page)
         facts.fact_changes_listen(notices.memory_changed_send)
+        # How the work a turn makes due runs (inline, the lane, Celery): the runtime's, not the services'.
+        from memory.runtime.after_reply import follow_up_install
+
+        follow_up_install()

@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 
 from memory.models import DialoguePage, PageStatus, Segment, Tier, UserMemoryState
-from memory.services import after_reply, due_work, maintenance, turns
-from memory.services.after_reply import RepliesUnderWay, lane, replies_under_way
+from memory.runtime import after_reply, due_work
+from memory.runtime.lane import RepliesUnderWay, lane, replies_under_way
+from memory.services import maintenance, turns
 from memory.services.maintenance import maintenance_run
 from memory.services.turns import turn_finish, turn_prepare, turn_reply, turn_run
 from tests.conftest import redis_available
