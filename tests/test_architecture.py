@@ -52,6 +52,19 @@ RUNNER_EXCEPTIONS = {
                                                    "runs for that user, beside the database's row lock: "
                                                    "correctness of a run, not scheduling",
 }
+# Services write and find their own work with the ORM; the reads by entity (SELECTORS) are the
+# edges' and the runtime's. (service, selector module): why that service reads through it anyway.
+SERVICE_READS = {
+    ("memory.services.maintenance", "memory.selectors.maintenance"):
+        "a run finds its own work (the pages of stopped turns) once it holds the user's lock, and re-checks "
+        "each page in the transaction that completes it: the caller cannot hand it a list that stays true",
+    ("memory.services.memory_talk", "memory.selectors.about_me"):
+        "what a memory request reads depends on what it asks, and picks what the same turn then forgets or "
+        "corrects: one command, decided by its reads",
+    ("memory.services.turns", "memory.selectors.long_term"):
+        "the facts a reply uses are read after the turn stored its message and answered a memory request in it "
+        "(a fact forgotten by this very message is not used)",
+}
 # The setting that says where work runs: read by memory.runtime only.
 RUNTIME_SETTINGS = ("MAINTENANCE_MODE",)
 # Code that may import the benchmarks: the benchmarks and the command that runs them.
@@ -196,8 +209,22 @@ def services_running_work(root: Path, packages=PACKAGES, exceptions=RUNNER_EXCEP
             if runner is not None and (module, runner) not in exceptions:
                 found.append(f"{module}:{imp.line} imports {imp.target}: how work runs is memory.runtime's")
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and node.value in RUNTIME_SETTINGS:
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in RUNTIME_SETTINGS:
                 found.append(f"{module}:{node.lineno} reads {node.value}: where work runs is memory.runtime's")
+    return found
+
+
+def services_reading(root: Path, packages=PACKAGES, exceptions=SERVICE_READS) -> list[str]:
+    """Services that import a selector module, save the listed ones."""
+    modules = module_files(root, packages)
+    found = []
+    for module, path in modules.items():
+        if not _within(module, SERVICES):
+            continue
+        for imp in imports_of(module, path, modules):
+            target = _project(imp.target, modules) or imp.target
+            if _within(target, SELECTORS) and (module, target) not in exceptions:
+                found.append(f"{module}:{imp.line} imports {target}: services write; reads are the callers'")
     return found
 
 
@@ -277,6 +304,12 @@ def test_services_neither_run_work_nor_ask_where_it_runs() -> None:
     assert services_running_work(ROOT) == []
     modules = module_files(ROOT)
     assert all(module in modules for module, _ in RUNNER_EXCEPTIONS)  # no exception outlives its reason
+
+
+def test_services_read_through_selectors_only_where_listed() -> None:
+    assert services_reading(ROOT) == []
+    modules = module_files(ROOT)
+    assert all(module in modules and selector in modules for module, selector in SERVICE_READS)
 
 
 def test_only_the_recall_package_names_a_policy() -> None:
@@ -400,8 +433,27 @@ def test_a_service_that_runs_work_is_found(tmp_path) -> None:
         "memory.services.maintenance:2 imports celery: how work runs is memory.runtime's",
         "memory.services.turns:1 imports concurrent.futures: how work runs is memory.runtime's",
     ]
+    assert services_reading(root, packages=("memory",)) == []
     assert violations(root, packages=("memory",)) == [
         "memory.services.turns:2 imports memory.runtime.lane: services are plain functions the runtime calls, "
         "never the other way",
         "import cycle: memory.runtime.lane -> memory.services.turns -> memory.runtime.lane",
+    ]
+
+
+def test_a_service_reading_through_a_selector_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/selectors/__init__.py": "",
+        "memory/selectors/sonas.py": "",
+        "memory/selectors/files.py": "",
+        "memory/services/__init__.py": "",
+        "memory/services/chat.py": "from memory.selectors.sonas import sona_for_user\n"
+                                   "from memory.selectors import files\n",
+        "memory/services/turns.py": "from memory.selectors.files import attached_files\n",
+    })
+    assert services_reading(root, packages=("memory",),
+                            exceptions={("memory.services.turns", "memory.selectors.files"): "a reason"}) == [
+        "memory.services.chat:1 imports memory.selectors.sonas: services write; reads are the callers'",
+        "memory.services.chat:2 imports memory.selectors.files: services write; reads are the callers'",
     ]
