@@ -12,7 +12,7 @@ Where it runs is MEMORYOS_MAINTENANCE_MODE's choice, asked here and nowhere else
   policies' work runs on the lane (it has no due flag to be found by later).
 
 The services do not schedule: a stored turn tells memory/services/follow_up.py what is due, and
-`follow_up_install` (called as the app starts, memory/apps.py) hands that to the functions here.
+`after_reply_install` (called as the app starts, memory/apps.py) hands that to the functions here.
 
 Nothing is lost when a job is interrupted: a page's reply marks the user's maintenance due in the
 transaction that stores it (memory/services/pages.py), before any job is queued, and the flag is
@@ -65,7 +65,7 @@ def enqueue(task, *args) -> None:
         log.exception("event=after_reply_enqueue_failed task=%s args=%s", task.name, args[:2])
 
 
-def follow_up_install() -> None:
+def after_reply_install() -> None:
     """Hand what the services say is due to the functions above (memory/apps.py, as the app starts)."""
     follow_up.follow_up_install(reply_begins=replies_under_way.enter, maintenance_due=maintenance_schedule,
                                 after_reply_due=after_reply_schedule)
