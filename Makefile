@@ -38,7 +38,8 @@ test: install
 # embedder and vector index (no MiniLM, no Qdrant shard), without the tests marked real_adapters.
 # `make test` (the real adapters, every test) stays the CI gate.
 test-fast: install
-	$(BIN)/pytest --fakes -m "not browser" tests/engine tests/test_architecture.py tests/memory/services
+	$(BIN)/pytest --fakes -m "not browser" tests/engine tests/test_architecture.py tests/memory/services \
+		tests/memory/runtime
 
 lint: install
 	$(BIN)/ruff check memory persona memoryos_site tests

@@ -3,7 +3,7 @@ endpoint), websockets through Channels.
 
 Importing it is what starting a server does (daphne, runserver): the embedder and the vector index
 start loading then, on a thread of their own, so the first turn does not wait for them
-(MEMORYOS_WARMUP=0 turns this off), and the due work a crash left (memory/services/due_work.py)
+(MEMORYOS_WARMUP=0 turns this off), and the due work a crash left (memory/runtime/due_work.py)
 resumes on another (MEMORYOS_DUE_WORK=0 turns it off). Commands never import this module; tests
 turn both off.
 """
@@ -22,7 +22,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E402
-from memory.services.due_work import due_work_start_in_background  # noqa: E402
+from memory.runtime.due_work import due_work_start_in_background  # noqa: E402
 from memory.web.mcp import McpHttpApp, is_mcp_path  # noqa: E402
 from memory.web.openai_api import OpenAIApp, is_openai_path  # noqa: E402
 from memory.web.routing import websocket_urlpatterns  # noqa: E402

@@ -1,5 +1,5 @@
 """The Celery app: worker processes, apart from the web servers, that do the work after replies
-when MEMORYOS_MAINTENANCE_MODE is "celery" (memory/services/after_reply.py holds the tasks).
+when MEMORYOS_MAINTENANCE_MODE is "celery" (memory/runtime/tasks.py holds the tasks).
 
     celery -A memoryos_site worker --loglevel=INFO
 
@@ -12,5 +12,5 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryos_site.settings")
 
-app = Celery("memoryos_site", include=["memory.services.after_reply"])
+app = Celery("memoryos_site", include=["memory.runtime.tasks"])
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -288,7 +288,7 @@ MEMORYOS = {
     "FILE_READERS": env_int("MEMORYOS_FILE_READERS", 2),
     "FILE_READERS_WAIT_S": env_float("MEMORYOS_FILE_READERS_WAIT_S", 2.0),
     "MAX_IMAGE_PIXELS": env_int("MEMORYOS_MAX_IMAGE_PIXELS", 89_478_485),
-    # The work after a reply yields to replies (memory/services/after_reply.py). "thread": a
+    # The work after a reply yields to replies (memory/runtime/after_reply.py). "thread": a
     # low-priority lane in this process, run while no reply is under way (the default on one
     # machine); "celery": a task for worker processes apart from the web servers (the default when
     # Redis and a Qdrant server are configured: a worker cannot open the server's embedded shard);
@@ -353,7 +353,7 @@ MEMORYOS_CHAT = {
     "RATE_BURST": env_int("MEMORYOS_CHAT_RATE_BURST", 5),
     "RATE_PER_MINUTE": env_float("MEMORYOS_CHAT_RATE_PER_MINUTE", 20.0),
     "TURN_WORKERS": env_int("MEMORYOS_CHAT_TURN_WORKERS", 4),
-    # How long a reply's store may wait behind messages that came after it (memory/services/chat.py).
+    # How long a reply's store may wait behind messages that came after it (memory/runtime/chat.py).
     "STORE_DEFER_S": env_float("MEMORYOS_CHAT_STORE_DEFER_S", 2.0),
     # Threads that stream replies: they mostly wait on the model, apart from the turn workers. A
     # turn that finds every one busy (slow models) gets the offline engine's reply at once.

@@ -22,6 +22,8 @@ FRAMEWORKS = ("django", "qdrant_client", "qdrant_edge", "openai", "torch", "sent
 EDGES = ("memory.web", "memory.management", "memory.templatetags", "memoryos_site")
 MODELS = ("memory.models", "persona.models")
 SERVICES = ("memory.services",)
+# How work runs (executors, the lane, Celery tasks, due work): between the edges and the services.
+RUNTIME = ("memory.runtime",)
 # The reads (one module per thing read), and the inspector's figures, which the reads build and cache.
 SELECTORS = ("memory.selectors", "memory.inspector")
 
@@ -38,8 +40,33 @@ CONTRACTS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
      "long-term memory's models depend on nothing of the project: memory depends on them, never the reverse"),
     (SELECTORS, (*SERVICES, *EDGES), "selectors read and never write"),
     (SERVICES, EDGES, "services are called by the edges, never the other way"),
+    (SERVICES, RUNTIME, "services are plain functions the runtime calls, never the other way"),
+    (RUNTIME, EDGES, "the runtime is called by the edges, never the other way"),
     (EDGES, MODELS, "edges read through selectors and write through services"),
 )
+# Ways of running work, which belong to memory.runtime: a service is a plain synchronous function.
+RUNNERS = ("threading", "concurrent.futures", "celery", "asyncio", "multiprocessing")
+# (module, library): why that service needs it anyway. `if TYPE_CHECKING:` imports are not counted.
+RUNNER_EXCEPTIONS = {
+    ("memory.services.maintenance", "threading"): "one lock per user serialises this process's maintenance "
+                                                   "runs for that user, beside the database's row lock: "
+                                                   "correctness of a run, not scheduling",
+}
+# Services write and find their own work with the ORM; the reads by entity (SELECTORS) are the
+# edges' and the runtime's. (service, selector module): why that service reads through it anyway.
+SERVICE_READS = {
+    ("memory.services.maintenance", "memory.selectors.maintenance"):
+        "a run finds its own work (the pages of stopped turns) once it holds the user's lock, and re-checks "
+        "each page in the transaction that completes it: the caller cannot hand it a list that stays true",
+    ("memory.services.memory_talk", "memory.selectors.about_me"):
+        "what a memory request reads depends on what it asks, and picks what the same turn then forgets or "
+        "corrects: one command, decided by its reads",
+    ("memory.services.turns", "memory.selectors.long_term"):
+        "the facts a reply uses are read after the turn stored its message and answered a memory request in it "
+        "(a fact forgotten by this very message is not used)",
+}
+# The setting that says where work runs: read by memory.runtime only.
+RUNTIME_SETTINGS = ("MAINTENANCE_MODE",)
 # Code that may import the benchmarks: the benchmarks and the command that runs them.
 BENCHMARK_USERS = ("memory.benchmarks", "memory.management.commands.bench")
 
@@ -170,6 +197,37 @@ def violations(root: Path, packages=PACKAGES, contracts=CONTRACTS) -> list[str]:
     return found
 
 
+def services_running_work(root: Path, packages=PACKAGES, exceptions=RUNNER_EXCEPTIONS) -> list[str]:
+    """Services that import a way of running work (RUNNERS) or read where work runs (RUNTIME_SETTINGS)."""
+    found = []
+    modules = module_files(root, packages)
+    for module, path in modules.items():
+        if not _within(module, SERVICES):
+            continue
+        for imp in imports_of(module, path, modules):
+            runner = next((r for r in RUNNERS if _within(imp.target, (r,))), None)
+            if runner is not None and (module, runner) not in exceptions:
+                found.append(f"{module}:{imp.line} imports {imp.target}: how work runs is memory.runtime's")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in RUNTIME_SETTINGS:
+                found.append(f"{module}:{node.lineno} reads {node.value}: where work runs is memory.runtime's")
+    return found
+
+
+def services_reading(root: Path, packages=PACKAGES, exceptions=SERVICE_READS) -> list[str]:
+    """Services that import a selector module, save the listed ones."""
+    modules = module_files(root, packages)
+    found = []
+    for module, path in modules.items():
+        if not _within(module, SERVICES):
+            continue
+        for imp in imports_of(module, path, modules):
+            target = _project(imp.target, modules) or imp.target
+            if _within(target, SELECTORS) and (module, target) not in exceptions:
+                found.append(f"{module}:{imp.line} imports {target}: services write; reads are the callers'")
+    return found
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One cycle (as a path back to its start) per strongly connected component that has one."""
     index: dict[str, int] = {}
@@ -242,6 +300,18 @@ def test_the_project_has_no_cycle_no_private_import_and_keeps_its_layers() -> No
     assert violations(ROOT) == []
 
 
+def test_services_neither_run_work_nor_ask_where_it_runs() -> None:
+    assert services_running_work(ROOT) == []
+    modules = module_files(ROOT)
+    assert all(module in modules for module, _ in RUNNER_EXCEPTIONS)  # no exception outlives its reason
+
+
+def test_services_read_through_selectors_only_where_listed() -> None:
+    assert services_reading(ROOT) == []
+    modules = module_files(ROOT)
+    assert all(module in modules and selector in modules for module, selector in SERVICE_READS)
+
+
 def test_only_the_recall_package_names_a_policy() -> None:
     assert policy_name_literals(ROOT) == []
     modules = module_files(ROOT)
@@ -260,8 +330,9 @@ def test_who_may_see_whom_is_decided_in_one_module() -> None:
 
 def test_the_layers_exist() -> None:
     modules = module_files(ROOT)
-    for package in ("memory.engine", "memory.adapters", "memory.recall", "memory.services", "memory.web",
-                    "memory.benchmarks", "memory.selectors", "memory.selectors.recall_panel", "memory.web.access"):
+    for package in ("memory.engine", "memory.adapters", "memory.recall", "memory.services", "memory.runtime",
+                    "memory.web", "memory.benchmarks", "memory.selectors", "memory.selectors.recall_panel",
+                    "memory.web.access"):
         assert package in modules, package
     assert len([m for m in modules if m.startswith("memory.engine.")]) >= 8
 
@@ -339,4 +410,50 @@ def test_a_policy_name_spelled_outside_recall_is_found(tmp_path) -> None:
         "memory.selectors:1 spells the policy name 'hybrid'",
         "memory.services.turns:2 spells the policy name 'memoria'",
         "templates/trace.html:1 spells the policy name 'exocortex'",
+    ]
+
+
+def test_a_service_that_runs_work_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/runtime/__init__.py": "",
+        "memory/runtime/lane.py": "import threading\nfrom memory.services import turns\n",
+        "memory/services/__init__.py": "",
+        "memory/services/turns.py": "from concurrent.futures import ThreadPoolExecutor\n"
+                                    "from memory.runtime.lane import lane\n"
+                                    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import asyncio\n",
+        "memory/services/maintenance.py": "import threading\nfrom celery import shared_task\n",
+        "memory/services/after_reply.py": "def f(settings):\n    return settings.MEMORYOS['MAINTENANCE_MODE']\n",
+        "memory/web/__init__.py": "",
+        "memory/web/views.py": "from memory.runtime import lane\n",
+    })
+    assert services_running_work(root, packages=("memory",),
+                                 exceptions={("memory.services.maintenance", "threading"): "a lock"}) == [
+        "memory.services.after_reply:2 reads MAINTENANCE_MODE: where work runs is memory.runtime's",
+        "memory.services.maintenance:2 imports celery: how work runs is memory.runtime's",
+        "memory.services.turns:1 imports concurrent.futures: how work runs is memory.runtime's",
+    ]
+    assert services_reading(root, packages=("memory",)) == []
+    assert violations(root, packages=("memory",)) == [
+        "memory.services.turns:2 imports memory.runtime.lane: services are plain functions the runtime calls, "
+        "never the other way",
+        "import cycle: memory.runtime.lane -> memory.services.turns -> memory.runtime.lane",
+    ]
+
+
+def test_a_service_reading_through_a_selector_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/selectors/__init__.py": "",
+        "memory/selectors/sonas.py": "",
+        "memory/selectors/files.py": "",
+        "memory/services/__init__.py": "",
+        "memory/services/chat.py": "from memory.selectors.sonas import sona_for_user\n"
+                                   "from memory.selectors import files\n",
+        "memory/services/turns.py": "from memory.selectors.files import attached_files\n",
+    })
+    assert services_reading(root, packages=("memory",),
+                            exceptions={("memory.services.turns", "memory.selectors.files"): "a reason"}) == [
+        "memory.services.chat:1 imports memory.selectors.sonas: services write; reads are the callers'",
+        "memory.services.chat:2 imports memory.selectors.files: services write; reads are the callers'",
     ]

@@ -82,7 +82,7 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     A bulk import passes index_turns_now=False and indexes utterances once per batch, and
     recollect=False: recollections (memory/services/exocortex.py) belong to a live turn's context.
     `pause` is called between steps, outside any transaction: the low-priority lane
-    (memory/services/after_reply.py) waits there while replies are under way.
+    (memory/runtime/lane.py) waits there while replies are under way.
     """
     between_steps = pause or (lambda: None)
     report = MaintenanceReport()

@@ -4,11 +4,10 @@ and why. What is recalled is memory/recall/ (read only)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -23,6 +22,9 @@ from memory.recall import pipeline
 from memory.recall.base import UnknownPolicyError, default_policy_name, get_policy
 from memory.services.common import MemoryInputError
 from memory.services.events import event_record
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future  # the query's vector being computed (memory/recall/pipeline.py)
 
 VISITS_PART = "segment visits"
 TRACE_PART = "trace"  # writing it, and the commit of the recall's writes

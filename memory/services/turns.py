@@ -1,8 +1,9 @@
 """The one write path for a turn: store the message, recall, generate, complete the page.
 
-Maintenance (STM → MTM → LPM, memory/services/maintenance.py) is scheduled after the reply and
+Maintenance (STM → MTM → LPM, memory/services/maintenance.py) is due once the reply is stored and
 runs off the reply path; a turn counts as a reply under way from its message to its reply, and the
-work after replies yields to those (memory/services/after_reply.py).
+work after replies yields to those. The turn only says so (memory/services/follow_up.py): how that
+work runs is the runtime's (memory/runtime/after_reply.py).
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import dataclasses
 import logging
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -31,10 +31,10 @@ from memory.engine.types import RecalledItem
 from memory.models import OFFLINE_MODEL_NAME, AttachedFile, DialoguePage, LifecycleEvent, Sona
 from memory.recall.pipeline import embed_in_background
 from memory.selectors.long_term import facts_with_periods
-from memory.services.after_reply import maintenance_schedule, replies_under_way
 from memory.services.common import embed_or_none
 from memory.services.events import event_record
 from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
+from memory.services.follow_up import after_reply_due, maintenance_due, reply_begins
 from memory.services.memory_talk import memory_talk_answer
 from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.policy_work import after_reply_work
@@ -48,6 +48,9 @@ from memory.services.recall import (
 from memory.services.turn_input import turn_input_parse
 from memory.services.users import sona_get_or_create
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
 log = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = (
@@ -58,10 +61,10 @@ SYSTEM_PROMPT = (
 
 def page_complete(*, page: DialoguePage, response: str, reply_model: str,
                   embedding: Sequence[float] | None = None, schedule: bool = True) -> DialoguePage:
-    """Store the reply (memory/services/pages.py) and schedule maintenance once it is committed."""
+    """Store the reply (memory/services/pages.py); once it is committed, the user's maintenance is due."""
     page = page_reply_store(page=page, response=response, reply_model=reply_model, embedding=embedding)
     if schedule:
-        transaction.on_commit(lambda: maintenance_schedule(user_id=page.user_id))
+        transaction.on_commit(lambda: maintenance_due(user_id=page.user_id))
     return page
 
 
@@ -191,7 +194,7 @@ class PreparedTurn:
     # The message's vector (the recall's query vector): a page whose text is the message alone (an
     # offline reply's, memory/services/pages.py page_text) is stored with it, not embedded again.
     query_vector: list[float] | None = None
-    # Ends this turn's count in replies_under_way: at turn_finish, or when the turn is dropped.
+    # Ends this turn's count of replies under way (reply_begins): at turn_finish, or when the turn is dropped.
     reply_ended: weakref.finalize | None = field(default=None, repr=False)
     # The reply to a request about memory itself ("forget that I …"), answered from memory.
     talk_reply: str | None = None
@@ -223,13 +226,13 @@ def turn_prepare(*, user, message: str, sona: Sona | None = None, policy: str | 
 
     The message, the files and the policy are checked as every way in checks them
     (memory/services/turn_input.py) before anything is stored. The chat runs the three parts of a
-    turn on different threads (memory/services/chat.py): a reply waits on the model, and must not
+    turn on different threads (memory/runtime/chat.py): a reply waits on the model, and must not
     hold a thread other users' turns need for their recall.
 
     `context` is what a client sent before this message (the OpenAI-compatible endpoint's earlier
     messages): it goes into the model's prompt after the memory, and is stored nowhere.
     """
-    end = replies_under_way.enter()
+    end = reply_begins()
     try:
         turn = _prepare(user=user, message=message, sona=sona, policy=policy, on_stored=on_stored, files=files,
                         context=context)
@@ -324,5 +327,6 @@ def _turn_store(*, turn: PreparedTurn, generated: GeneratedReply) -> TurnResult:
     work = after_reply_work(recall.policy)
     if work and recall.trace is not None:  # what the policy asked for (e.g. importance ratings), off the reply path
         trace_id = recall.trace.id
-        transaction.on_commit(lambda: [run(user_id=user.pk, trace_id=trace_id, reply=reply) for run in work])
+        transaction.on_commit(lambda: [after_reply_due(name=name, user_id=user.pk, trace_id=trace_id, reply=reply)
+                                       for name in work])
     return TurnResult(page=page, reply=reply, recall=recall, prompt=turn.prompt, fallback_reason=reason)

@@ -5,7 +5,7 @@ and the finished reply are sent to that group, so every open tab (in this proces
 Redis channel layer, in any other) shows the same turns. Only the process that received a
 message runs its turn, so each turn is stored exactly once.
 
-The socket parses frames and sends what the chat's service (memory/services/chat.py) yields: it
+The socket parses frames and sends what the chat's runtime (memory/runtime/chat.py) yields: it
 checks the message and runs the turn on worker threads. The turn belongs to no socket: closing
 the tab leaves it running, and its reply is stored when it finishes.
 """
@@ -16,8 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
-import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -26,14 +25,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from memory.adapters.configured import adapters_state, adapters_wait_ready
-from memory.services.chat import (
-    ChatTurn,
-    UnknownSona,
-    chat_open,
-    chat_turn_accept,
-    chat_turn_frames,
-    connections_kept,
-)
+from memory.runtime.background import in_background
+from memory.runtime.chat import ChatTurn, UnknownSona, chat_open, chat_turn_accept, chat_turn_frames
+from memory.runtime.connections import connections_kept
 from memory.services.common import MemoryInputError, TextRefused, texts_check
 from memory.services.turn_input import turn_input_limits
 from memory.web.rate_limit import rate_limit_wait
@@ -55,35 +49,11 @@ def chat_settings() -> dict[str, Any]:
 
 # --- turns -----------------------------------------------------------------------------------
 
-# The turns running on each event loop, so that a test or a graceful shutdown can wait for them.
-_tasks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[asyncio.Task]] = weakref.WeakKeyDictionary()
-
-
-def _loop_tasks() -> set[asyncio.Task]:
-    return _tasks.setdefault(asyncio.get_running_loop(), set())
-
-
-async def turns_drain(timeout: float | None = None) -> None:
-    """Wait for the turns running on this loop to finish (tests, a graceful shutdown)."""
-    tasks = list(_loop_tasks())
-    if tasks:
-        await asyncio.wait(tasks, timeout=timeout)
-
-
 def turn_start(turn: ChatTurn, *, also: Callable[[dict[str, Any]], None] | None = None) -> asyncio.Task:
     """Run a turn in the background, sending its frames to the user's tabs (and to `also`, as they
     are sent: the OpenAI-compatible endpoint's response); it outlives the socket or request that
     asked for it."""
-    return _background(_turn_send(turn, also))
-
-
-def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task:
-    """Run `work` on this loop, counted among the turns that turns_drain waits for."""
-    tasks = _loop_tasks()
-    task = asyncio.create_task(work)
-    tasks.add(task)
-    task.add_done_callback(tasks.discard)
-    return task
+    return in_background(_turn_send(turn, also))
 
 
 async def _turn_send(turn: ChatTurn, also: Callable[[dict[str, Any]], None] | None = None) -> None:
@@ -124,7 +94,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                               "max_frame_bytes": cfg["MAX_FRAME_BYTES"], "models": models})
         if models == "loading":
             self.models_waiter = asyncio.create_task(self._models_ready())
-        _background(chat_open(user_id=self.user_id))  # while the user writes their first message
+        in_background(chat_open(user_id=self.user_id))  # while the user writes their first message
 
     async def _models_ready(self) -> None:
         """Tell this socket when the server's warm-up has ended (the chat shows it loading till then)."""

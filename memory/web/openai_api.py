@@ -6,7 +6,7 @@ changing its base URL.
 - `model` names one of the person's sonas, or the configured model (the LLM's name, or
   "offline-engine" without one), which then answers as the default sona; `/v1/models` lists both.
 - The last message, a user's, is the turn. It runs exactly as a message in the browser chat does
-  (memory/services/chat.py): checked, stored before any model is called, recalled against,
+  (memory/runtime/chat.py): checked, stored before any model is called, recalled against,
   answered by the configured LLM or the offline engine with what was recalled in the prompt, the
   reply stored with its trace and the same work after it, in turn with the person's other
   messages, under the chat's rate limit, breaker and reply workers; every open chat tab shows it.
@@ -40,8 +40,9 @@ from django.http.request import split_domain_port, validate_host
 
 from memory.engine.ports import ChatMessage
 from memory.engine.retrieval import estimate_tokens
+from memory.runtime.chat import ChatTurn, chat_open, chat_turn_accept
+from memory.runtime.connections import connections_kept
 from memory.selectors.sonas import sona_list, sona_named
-from memory.services.chat import ChatTurn, chat_open, chat_turn_accept, connections_kept
 from memory.services.common import MemoryInputError, texts_check
 from memory.services.context_pages import context_pages_store
 from memory.services.tokens import token_authenticate

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.runtime.due_work import due_work_run
 from memory.services.common import MemoryInputError
-from memory.services.due_work import due_work_run
 from memory.services.maintenance import MaintenanceReport, maintenance_run
 from memory.services.users import user_get
 
@@ -18,7 +18,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **opts):
         if not opts["user"]:
-            # What a server also runs by itself as it starts (memory/services/due_work.py).
+            # What a server also runs by itself as it starts (memory/runtime/due_work.py).
             due_work_run(on_report=self._write)
             return
         try:

@@ -47,7 +47,7 @@ def test_a_socket_hears_when_the_models_are_loading_and_when_they_are_ready(memo
 
     loaded = threading.Event()
     monkeypatch.setattr("memory.web.consumers.adapters_state", lambda: "ready" if loaded.is_set() else "loading")
-    monkeypatch.setattr("memory.services.chat.adapters_state", lambda: "ready" if loaded.is_set() else "loading")
+    monkeypatch.setattr("memory.runtime.chat.adapters_state", lambda: "ready" if loaded.is_set() else "loading")
     monkeypatch.setattr("memory.web.consumers.adapters_wait_ready", lambda timeout=None: loaded.wait(timeout))
     client = Client()
     client.force_login(make_user("early"))

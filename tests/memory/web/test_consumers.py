@@ -18,8 +18,8 @@ from django.test import Client
 
 from memory.adapters import configured
 from memory.models import DialoguePage, PageStatus, RetrievalTrace, Sona
+from memory.runtime.background import turns_drain
 from memory.services.files import file_upload
-from memory.web.consumers import turns_drain
 from memory.web.rate_limit import rate_limits_reset
 from tests.conftest import REDIS_HOST, REDIS_PORT, redis_available
 
@@ -420,7 +420,7 @@ async def test_closing_the_tab_mid_reply_loses_nothing(channel_layer, ana, gated
 
 
 async def test_a_failing_turn_sends_a_clear_error_frame(channel_layer, ana, monkeypatch):
-    from memory.services import chat
+    from memory.runtime import chat
 
     def broken(**kwargs):
         raise RuntimeError("database on fire")
@@ -460,7 +460,7 @@ async def eventually(condition, timeout: float = 20.0) -> bool:
 
 @pytest.fixture
 def one_turn_worker(settings):
-    from memory.services import chat
+    from memory.runtime import chat
 
     settings.MEMORYOS_CHAT = {**settings.MEMORYOS_CHAT, "TURN_WORKERS": 1}
     chat._turn_executor.cache_clear()

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from django.db.backends.signals import connection_created
 
-from memory.services.chat import connections_kept
+from memory.runtime.connections import connections_kept
 
 pytestmark = pytest.mark.usefixtures("memory_env")
 
@@ -79,7 +79,7 @@ def test_an_offline_reply_runs_without_the_database(make_user, with_profile):
     # turn worker: the user's profile came with the user.
     from django.test.utils import CaptureQueriesContext
 
-    from memory.services.chat import _turn_prepare, chat_turn_accept
+    from memory.runtime.chat import _turn_prepare, chat_turn_accept
     from memory.services.turns import turn_reply
     from persona.models import UserProfile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from memory.services.chat import TurnSlots
+from memory.runtime.chat import TurnSlots
 
 
 class Clock:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from memory.models import DialoguePage, PageStatus, UserMemoryState
-from memory.services.due_work import due_work_run, due_work_start_in_background, due_work_stop
+from memory.runtime.due_work import due_work_run, due_work_start_in_background, due_work_stop
 from tests.conftest import stopped_mid_turn
 from tests.waiting import eventually
 
@@ -98,7 +98,7 @@ def test_the_background_run_keeps_resuming_turns_that_stop_later(memory_env, mak
 
 def test_due_work_retries_failed_maintenance_and_one_failure_does_not_stop_the_rest(memory_env, make_user,
                                                                                    monkeypatch):
-    from memory.services import due_work
+    from memory.runtime import due_work
 
     broken, due = make_user("broken"), make_user("due")
     for user in (broken, due):

@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 
 from memory.models import DialoguePage, PageStatus, Segment, Tier, UserMemoryState
-from memory.services import after_reply, due_work, maintenance, turns
-from memory.services.after_reply import RepliesUnderWay, lane, replies_under_way
+from memory.runtime import after_reply, due_work
+from memory.runtime.lane import RepliesUnderWay, lane, replies_under_way
+from memory.services import maintenance, turns
 from memory.services.maintenance import maintenance_run
 from memory.services.turns import turn_finish, turn_prepare, turn_reply, turn_run
 from tests.conftest import redis_available
@@ -194,6 +195,47 @@ def test_a_reply_stored_during_a_run_keeps_the_user_due(memory_env, make_user):
     assert UserMemoryState.objects.get(user=user).maintenance_due
     maintenance_run(user_id=user.pk)
     assert not UserMemoryState.objects.get(user=user).maintenance_due
+
+
+@pytest.fixture
+def registered_work():
+    """After-reply work registered by name for one test; yields the calls it got."""
+    from memory.services.policy_work import register_after_reply, unregister_after_reply
+
+    calls: list[dict] = []
+
+    def work(**kwargs):
+        calls.append(kwargs)
+        if kwargs["reply"] == "fail":
+            raise RuntimeError("the work failed")
+
+    register_after_reply("test_follow_up", work)
+    yield calls
+    unregister_after_reply("test_follow_up")
+
+
+@pytest.mark.parametrize("mode", ["thread", "off"])
+def test_after_reply_work_runs_by_name_on_the_lane_and_a_failure_is_not_retried(memory_env, registered_work, mode):
+    tune(memory_env, MAINTENANCE_MODE=mode, MAINTENANCE_RETRY_S=0.01, MAINTENANCE_QUIET_S=0.0)
+    after_reply.after_reply_schedule(name="test_follow_up", user_id=7, trace_id="t1", reply="fine")
+    after_reply.after_reply_schedule(name="test_follow_up", user_id=7, trace_id="t2", reply="fail")
+    assert lane.drain(timeout=30)
+    time.sleep(0.1)  # a retry, if one were scheduled, would be queued by now
+    assert lane.drain(timeout=30)
+    assert [call["trace_id"] for call in registered_work] == ["t1", "t2"]
+
+
+def test_after_reply_work_runs_inline_when_maintenance_does(memory_env, registered_work):
+    tune(memory_env, MAINTENANCE_MODE="sync")
+    after_reply.after_reply_schedule(name="test_follow_up", user_id=7, trace_id="t1", reply="fine")
+    assert registered_work == [{"user_id": 7, "trace_id": "t1", "reply": "fine"}]
+
+
+def test_the_queued_task_names_stay():
+    """Messages already queued name their task: renaming one would strand them."""
+    from memoryos_site.celery import app
+
+    assert {"memory.maintenance", "memory.after_reply", "memory.memoria_rating"} <= set(app.tasks)
 
 
 # --- Celery: worker processes apart from the web servers, on the local Redis ---------------------

@@ -1,9 +1,10 @@
 """The browser chat's turns: a message accepted, then the frames of its turn as it runs.
 
-The websocket (memory/web/consumers.py) checks nothing itself: `chat_turn_accept` checks the
-message as every way in does (memory/services/turn_input.py) and finds the sona it names among
-the user's own; `chat_turn_frames` runs the turn and yields what the user's tabs are shown:
-`turn.started`, `turn.token` as the reply is written, then `turn.done` or `turn.error`.
+The websocket (memory/web/consumers.py) and /v1 (memory/web/openai_api.py) check nothing
+themselves: `chat_turn_accept` checks the message as every way in does
+(memory/services/turn_input.py) and finds the sona it names among the user's own;
+`chat_turn_frames` runs the turn and yields what the user's tabs are shown: `turn.started`,
+`turn.token` as the reply is written, then `turn.done` or `turn.error`.
 
 A user's turns run one after another on the event loop, each recalling the one before. The turn
 itself runs in worker threads: storing the message and recalling on a turn worker
@@ -35,12 +36,12 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connections
 from django.urls import reverse
 
 from memory.adapters.configured import adapters_state
 from memory.engine.ports import ChatMessage
 from memory.models import Sona
+from memory.runtime.connections import connections_kept
 from memory.selectors.files import attached_files
 from memory.selectors.sonas import sona_for_user
 from memory.services.common import MemoryInputError
@@ -160,29 +161,6 @@ def _on(executor: ThreadPoolExecutor, function: Callable[..., Any], *, keep: boo
     the thread's next call (connections_kept)."""
     return database_sync_to_async(connections_kept(function) if keep else function, thread_sensitive=False,
                                   executor=executor)
-
-
-def connections_kept(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function`, leaving the database connections it opened on its thread open for that thread's
-    next call: for the few threads that run every user's turns (the turn workers, and the thread
-    every socket's checks share).
-
-    With CONN_MAX_AGE 0 (the setting: Django's request threads come and go under ASGI) each call
-    opened a connection and closed it: about 3 ms of CPU each on SQLite and PostgreSQL alike
-    (4 ms and 0.6 ms a query in one process; 21 ms of wall time on PostgreSQL), four times a turn:
-    the message's check, its store-and-recall, the reply (the user's profile), the reply's store.
-    A kept connection is checked before its next use (a PostgreSQL restart closes it) and closed
-    as before when its transaction was left broken (close_old_connections, around every call)."""
-    @functools.wraps(function)
-    def call(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        finally:
-            for connection in connections.all(initialized_only=True):
-                if connection.connection is not None:
-                    connection.close_at = None  # no age: the thread is one of a few, and lives on
-                    connection.health_check_enabled = True
-    return call
 
 
 class TurnSlots:

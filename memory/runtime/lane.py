@@ -1,21 +1,10 @@
-"""The work after a reply (maintenance, Memoria's ratings) yields to the replies.
+"""The low-priority lane: one thread of this process that runs the work after replies while no
+reply is under way here (memory/runtime/after_reply.py says what it runs, and when it does).
 
-Where it runs is MEMORYOS_MAINTENANCE_MODE's choice:
-
-- "thread" (the default without Redis and a Qdrant server): a low-priority lane in this process,
-  one thread that starts a job only when no reply is under way here, and pauses between
-  maintenance steps while one is. A job that has waited MAINTENANCE_MAX_DEFER_S runs anyway, so a
-  server that never goes quiet still catches up.
-- "celery" (the default when REDIS_URL and QDRANT_URL are set): a Celery task on the Redis the
-  project already runs, done by worker processes apart from the web servers
-  (memoryos_site/celery.py).
-- "sync": inline (tests, imports); "off": only `manage.py maintenance` runs it.
-
-Nothing is lost when a job is interrupted: a page's reply marks the user's maintenance due in the
-transaction that stores it (memory/services/pages.py), before any job is queued, and the flag is
-cleared only by a run that finished. A task is acknowledged after it ran (acks_late), a failed one
-is retried, and due work (memory/services/due_work.py) hands every user still due to the lane or
-the queue again.
+A turn counts as a reply under way from its message to its reply (`replies_under_way`, entered by
+the turn through memory/services/follow_up.py). The lane starts a job only when none is, and
+pauses between maintenance steps while one is. A job that has waited MAINTENANCE_MAX_DEFER_S runs
+anyway, so a server that never goes quiet still catches up.
 """
 
 from __future__ import annotations
@@ -27,12 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
-from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
-from memory.services.maintenance import MAX_RETRIES, maintenance_run
-from memory.services.memoria import memoria_after_reply
+from memory.services.maintenance import MAX_RETRIES
 
 log = logging.getLogger(__name__)
 
@@ -162,61 +149,3 @@ lane = LowPriorityLane(replies_under_way)
 # A command (`manage.py chat`) or a stopping server finishes what it queued, as long as this.
 EXIT_DRAIN_S = 60.0
 atexit.register(lane.drain, EXIT_DRAIN_S)
-
-
-# --- what is scheduled -------------------------------------------------------------------------
-
-def maintenance_schedule(*, user_id: int) -> None:
-    """Maintenance for the user, where MAINTENANCE_MODE says. The caller has marked it due."""
-    mode = settings.MEMORYOS["MAINTENANCE_MODE"]
-    if mode == "sync":
-        maintenance_run(user_id=user_id)
-    elif mode == "thread":
-        lane.submit(("maintenance", user_id), lambda pause: maintenance_run(user_id=user_id, pause=pause))
-    elif mode == "celery":
-        _enqueue(maintenance_task, user_id)
-
-
-def memoria_after_reply_schedule(*, user_id: int, trace_id, reply: str) -> None:
-    """Rate the reply's recalled memories (memory/services/memoria.py) off the reply path."""
-    mode = settings.MEMORYOS["MAINTENANCE_MODE"]
-    if mode == "sync":
-        memoria_after_reply(user_id=user_id, trace_id=trace_id, reply=reply)
-    elif mode == "celery":
-        _enqueue(memoria_rating_task, user_id, str(trace_id), reply)
-    else:  # "off" leaves maintenance to the command; a rating has no due flag to find it by later
-        lane.submit(("importance_rating", str(trace_id)), lambda _pause: _memoria_rate(user_id, trace_id, reply))
-
-
-def _memoria_rate(user_id: int, trace_id, reply: str) -> None:
-    """A rating moves importance by EWMA: one that failed is logged, never tried twice."""
-    try:
-        memoria_after_reply(user_id=user_id, trace_id=trace_id, reply=reply)
-    except Exception:
-        log.exception("event=memoria_rating_failed user=%s trace=%s", user_id, trace_id)
-
-
-def _enqueue(task, *args) -> None:
-    try:
-        task.apply_async(args=args, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    except Exception:  # the broker is down: the user stays due, and due work queues it again
-        log.exception("event=after_reply_enqueue_failed task=%s args=%s", task.name, args[:2])
-
-
-# --- Celery tasks (memoryos_site/celery.py): the same services, in worker processes -------------
-
-@shared_task(name="memory.maintenance", bind=True, ignore_result=True, acks_late=True,
-             reject_on_worker_lost=True)
-def maintenance_task(self, user_id: int) -> None:
-    try:
-        maintenance_run(user_id=user_id)
-    except Exception as exc:  # recorded, and the user still due; try again later
-        if self.request.retries + 1 >= MAX_RETRIES:
-            raise
-        raise self.retry(exc=exc, countdown=settings.MEMORYOS["MAINTENANCE_RETRY_S"] * 2 ** self.request.retries,
-                         max_retries=MAX_RETRIES) from exc
-
-
-@shared_task(name="memory.memoria_rating", ignore_result=True, acks_late=True, reject_on_worker_lost=True)
-def memoria_rating_task(user_id: int, trace_id: str, reply: str) -> None:
-    _memoria_rate(user_id, trace_id, reply)

@@ -13,8 +13,8 @@ from channels.db import database_sync_to_async
 
 from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, PageStatus
-from memory.services import chat
-from memory.services.chat import REPLY_WORKERS_BUSY, chat_turn_accept, chat_turn_frames
+from memory.runtime import chat
+from memory.runtime.chat import REPLY_WORKERS_BUSY, chat_turn_accept, chat_turn_frames
 from memory.services.turns import turn_run
 
 pytestmark = pytest.mark.usefixtures("memory_env")

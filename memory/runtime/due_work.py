@@ -8,7 +8,7 @@ once its process has not been seen for PROCESS_DEAD_S (a page no beating process
 MEMORYOS_PENDING_TIMEOUT_S old; memory.selectors.maintenance.stopped_turn_pages), checked at each
 beat, and maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
 lock and re-checks its work), so several server processes may run it side by side. The thread
-only hands each user to where the work after replies runs (memory/services/after_reply.py): the
+only hands each user to where the work after replies runs (memory/runtime/after_reply.py): the
 low-priority lane, which waits for the replies under way, or the Celery workers.
 """
 
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections
 
+from memory.runtime.after_reply import maintenance_schedule
 from memory.selectors.maintenance import stopped_turn_pages, users_with_maintenance_to_do
-from memory.services.after_reply import maintenance_schedule
 from memory.services.maintenance import MaintenanceReport, maintenance_run
 from memory.services.turn_holders import process_beat, process_stop_beating
 
