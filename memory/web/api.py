@@ -2,14 +2,13 @@
 
 import json
 import queue
-import threading
 from collections.abc import Iterator
 from typing import Any
 
-from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 from ninja import Router
 
+from memory.runtime.threads import work_on_thread
 from memory.selectors.files import attached_files
 from memory.selectors.sonas import sona_named
 from memory.selectors.stats import memory_stats
@@ -99,7 +98,6 @@ def _turn_events(user, checked: TurnInput, sona) -> Iterator[str]:
     events: queue.Queue = queue.Queue()
 
     def run() -> None:
-        close_old_connections()
         try:
             result = turn_run(user=user, message=checked.message, sona=sona, policy=checked.policy, files=checked.files,
                               on_stored=lambda page: events.put(("stored", {"page_id": str(page.id)})),
@@ -110,10 +108,8 @@ def _turn_events(user, checked: TurnInput, sona) -> Iterator[str]:
         except Exception:  # the reply failed after the message was stored; the client is told
             events.put(("error", {"code": "error", "message": "The reply failed; the message is stored.",
                                   "detail": None}))
-        finally:
-            close_old_connections()
 
-    threading.Thread(target=run, name="api-turn", daemon=True).start()
+    work_on_thread("api-turn", run)
     while True:
         event, data = events.get()
         yield _sse(event, data)

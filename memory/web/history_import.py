@@ -3,26 +3,26 @@ ChatGPT or Claude export or a transcript, watch its progress, read its summary.
 
 The file is read and checked whole while the upload's request waits (no model is called: a broken
 file is refused at once with its first problem, and nothing is stored); the pages are then stored
-on a thread of this server process, which owns the vector index, and the page polls its progress
-(htmx, every second) from Django's cache: Redis when configured, so any server process can answer.
+on a thread of this server process (memory/runtime/threads.py), which owns the vector index, and
+the page polls its progress (htmx, every second) from Django's cache: Redis when configured, so
+any server process can answer.
 One import runs at a time for a person.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.db import close_old_connections
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from memory.runtime.threads import work_on_thread
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import, history_read
 from memory.web.htmx import refused_status
@@ -52,7 +52,6 @@ def _save(job: str, **state: Any) -> None:
 
 
 def _run(job: str, user, data: bytes, name: str) -> None:
-    close_old_connections()
     try:
         report = history_import(user=user, data=data, name=name,
                                 on_page=lambda done, total: _save(job, done=done, total=total))
@@ -64,7 +63,6 @@ def _run(job: str, user, data: bytes, name: str) -> None:
         _save(job, status="failed", error="The import stopped on an error; run it again to add what is missing.")
     finally:
         cache.delete(_running_key(user.pk))
-        close_old_connections()
 
 
 def _start(request) -> str:
@@ -82,8 +80,7 @@ def _start(request) -> str:
     total = sum(len(turns) for _, _, turns in whole.sessions)
     _save(job, user_id=request.user.pk, status="running", name=upload.name, format=kind,
           conversations=len(histories), done=0, total=total)
-    threading.Thread(target=_run, args=(job, request.user, data, upload.name), name="history-import",
-                     daemon=True).start()
+    work_on_thread("history-import", _run, job, request.user, data, upload.name)
     return job
 
 
