@@ -31,8 +31,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections
 
+from memory.policies.memoria.services import memoria_after_reply
 from memory.services.maintenance import MAX_RETRIES, maintenance_run
-from memory.services.memoria import memoria_after_reply
 
 log = logging.getLogger(__name__)
 
