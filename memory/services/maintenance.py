@@ -72,7 +72,8 @@ class MaintenanceReport:
     created_segments: int = 0
     evicted: list[str] = field(default_factory=list)
     promoted: list[str] = field(default_factory=list)
-    recollections: list[str] = field(default_factory=list)  # Exocortex recollections stored
+    # What each memory model's step stored, by step name ("recollections": the Exocortex's)
+    models: dict[str, list[str]] = field(default_factory=dict)
 
 
 def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_now: bool = True,
@@ -125,11 +126,9 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
 
 
 def _model_steps(user_id: int, report: MaintenanceReport, now: datetime) -> None:
-    """Each memory model's maintenance step; what the Exocortex recollects is in the report."""
+    """Each memory model's maintenance step (memory/policies/registry.py on_maintenance), in turn."""
     for name, step in models.maintenance_steps().items():
-        stored = [str(row.id) for row in step(user_id=user_id, now=now)]
-        if name == "recollections":
-            report.recollections = stored
+        report.models[name] = [str(row.id) for row in step(user_id=user_id, now=now)]
 
 
 def _settle(user_id: int) -> None:
