@@ -102,7 +102,8 @@ ROOT_URLCONF = "memoryos_site.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The project's templates, then each memory model's (memory/policies/<model>/templates/)
+        "DIRS": [BASE_DIR / "templates", *sorted((BASE_DIR / "memory" / "policies").glob("*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

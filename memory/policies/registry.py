@@ -9,7 +9,8 @@
 - `on_bench(name, module, summary)`: a `manage.py bench <name>` subcommand kept in the model's
   package; `on_ablation(name, summary, switch_off, applies)`: an ablation of `bench retrieval`.
 - `on_urls(patterns)`: a model's pages (memory/web/urls.py includes them); `on_page_context(page,
-  context)`: what a model adds to a core page's template context (`context(user=...) -> dict`).
+  context, template=...)`: what a model adds to a core page's template context
+  (`context(user=...) -> dict`) and the section template the page includes (`model_sections`).
 - After-reply work is registered by name with memory.services.policy_work.register_after_reply
   and asked for by a policy's `after_reply` declaration.
 
@@ -44,7 +45,7 @@ _maintenance_steps: dict[str, MaintenanceStep] = {}
 _benches: dict[str, tuple[str, str]] = {}  # name -> (module, summary)
 # name -> (summary, a context manager factory that switches the term off, which policies it applies to)
 _urls: list = []
-_page_contexts: dict[str, list[Callable[..., dict]]] = {}
+_page_contexts: dict[str, list[tuple[Callable[..., dict], str | None]]] = {}
 _ablations: dict[str, tuple[str, Callable[[], Any], Callable[[str], bool]]] = {}
 _loaded = False
 _load_lock = threading.Lock()
@@ -83,8 +84,8 @@ def on_urls(patterns: list) -> None:
     _urls.extend(patterns)
 
 
-def on_page_context(page: str, context: Callable[..., dict]) -> None:
-    _page_contexts.setdefault(page, []).append(context)
+def on_page_context(page: str, context: Callable[..., dict], *, template: str | None = None) -> None:
+    _page_contexts.setdefault(page, []).append((context, template))
 
 
 def page_stored(*, page, node, text: str, new: bool, policy: Callable[[], str]) -> None:
@@ -125,11 +126,14 @@ def urlpatterns() -> list:
 
 
 def page_context(page: str, *, user) -> dict:
-    """What the models add to a page's template context, for `user`."""
+    """What the models add to a page's template context, for `user`; `model_sections` lists the
+    templates the page includes, in the order the models registered."""
     load()
-    context: dict = {}
-    for part in _page_contexts.get(page, ()):
+    context: dict = {"model_sections": []}
+    for part, template in _page_contexts.get(page, ()):
         context.update(part(user=user))
+        if template:
+            context["model_sections"].append(template)
     return context
 
 

@@ -1,7 +1,8 @@
 """The Exocortex's part of the web pages: the decay settings' form on the profile page (its view at
 settings/decay/) and the decay curves on the inspector's overview, plugged in through the registry
 (memory/policies/registry.py: on_urls, on_page_context). The templates draw what the contexts hold
-(templates/memory/profile.html's decay form, templates/inspector/overview.html's curves).
+in this package's templates/exocortex/ (the decay settings' section of the profile page, the curves'
+section of the overview), which the core's pages include from `model_sections`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from memory.selectors.long_term import profile_initial
 from memory.services.common import MemoryInputError
 from memory.web.forms import ProfileForm
 from memory.web.htmx import refused_status
+
+# This package's templates/ (on the template path: memoryos_site/settings.py)
+PROFILE_SECTION = "exocortex/decay_settings.html"
+OVERVIEW_SECTION = "exocortex/overview_curves.html"
 
 
 class DecaySettingsForm(forms.Form):
@@ -50,8 +55,9 @@ def decay_settings(request):
         if saved:
             return redirect("profile")
         profile_form = ProfileForm(initial=profile_initial(user=request.user))
-        return render(request, "memory/profile.html", {"form": profile_form, "decay_form": form}, status=400)
-    return render(request, "memory/profile.html#decay-form", {"decay_form": form, "decay_saved": saved},
+        return render(request, "memory/profile.html", {"form": profile_form, "decay_form": form,
+                                                       "model_sections": [PROFILE_SECTION]}, status=400)
+    return render(request, "exocortex/decay_settings.html#decay-form", {"decay_form": form, "decay_saved": saved},
                   status=refused_status(request, not saved))
 
 
@@ -65,5 +71,5 @@ def overview_context(*, user) -> dict:
 
 def register() -> None:
     registry.on_urls([path("settings/decay/", decay_settings, name="decay_settings")])
-    registry.on_page_context("profile", profile_context)
-    registry.on_page_context("inspector_overview", overview_context)
+    registry.on_page_context("profile", profile_context, template=PROFILE_SECTION)
+    registry.on_page_context("inspector_overview", overview_context, template=OVERVIEW_SECTION)

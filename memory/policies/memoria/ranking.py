@@ -99,7 +99,7 @@ class MemoriaPolicy(RecallPolicy):
         "budget": "What the memory got of a recalled memory's budget: its share of a perfect match, passed "
                   "along dependencies (budget × pass-on × edge weight).",
     }
-    trace_template = "inspector/_memoria_expansion.html"
+    trace_template = "memoria/trace_expansion.html"  # in this package's templates/
 
     def search_early(self, context: RecallContext) -> tuple[dict[str, float], dict[str, float]]:
         """Memoria's own full-text search over pages, and the relevance core's keyword list."""
