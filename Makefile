@@ -39,7 +39,7 @@ test: install
 # `make test` (the real adapters, every test) stays the CI gate.
 test-fast: install
 	$(BIN)/pytest --fakes -m "not browser" tests/engine tests/test_architecture.py tests/memory/services \
-		tests/memory/runtime
+		tests/memory/runtime tests/policies tests/test_architecture_map.py
 
 lint: install
 	$(BIN)/ruff check memory persona memoryos_site tests

@@ -59,8 +59,8 @@ class UserMemoryState(models.Model):
     maintenance_failures = models.IntegerField(default=0)
     last_maintenance_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
-    # The Exocortex decay curve's two user settings (memory/engine/exocortex.py DecaySettings),
-    # written by memory/services/exocortex.py decay_settings_update, which validates them.
+    # The Exocortex decay curve's two user settings (memory/policies/exocortex/engine/decay.py DecaySettings),
+    # written by memory/policies/exocortex/services.py decay_settings_update, which validates them.
     short_term_minutes = models.FloatField(default=25.0)
     long_term_threshold = models.FloatField(default=0.01)
     # The last page seq whose turn has been recollected (maintenance makes recollections once a turn).

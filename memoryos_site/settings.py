@@ -102,7 +102,8 @@ ROOT_URLCONF = "memoryos_site.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The project's templates, then each memory model's (memory/policies/<model>/templates/)
+        "DIRS": [BASE_DIR / "templates", *sorted((BASE_DIR / "memory" / "policies").glob("*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -235,7 +236,7 @@ MEMORYOS = {
     # Modules with recall policies of your own (comma-separated), imported beside memory/recall's.
     "RECALL_POLICY_MODULES": tuple(m.strip() for m in env("MEMORYOS_RECALL_POLICY_MODULES").split(",") if m.strip()),
     "TOP_K_TURNS": env_int("MEMORYOS_TOP_K_TURNS", 20),
-    # Memoria's policy (memory/engine/memoria.py for each number's meaning and default): the weights
+    # Memoria's policy (memory/policies/memoria/engine/scoring.py for each number's meaning and default): the weights
     # of its five terms, the recency half-life, the EWMA's alpha, the seeds and their expansion.
     "MEMORIA_W_RECENCY": env_float("MEMORYOS_MEMORIA_W_RECENCY", 1.0),
     "MEMORIA_W_VECTOR": env_float("MEMORYOS_MEMORIA_W_VECTOR", 1.0),
@@ -253,7 +254,7 @@ MEMORYOS = {
     # A memory of another sona rated at least this for a reply it entered was used: it bubbles up.
     "MEMORIA_USED_RATING": env_int("MEMORYOS_MEMORIA_USED_RATING", 6),
     # The Exocortex and Generative Agents policies: nearest pages weighed (recollections: a quarter
-    # as many), and the type weight of each memory kind (memory/engine/exocortex.py says why 1.1).
+    # as many), and the type weight of each memory kind (memory/policies/exocortex/engine/decay.py says why 1.1).
     "EXOCORTEX_CANDIDATES": env_int("MEMORYOS_EXOCORTEX_CANDIDATES", 100),
     "EXOCORTEX_TYPE_WEIGHTS": {"core": env_float("MEMORYOS_EXOCORTEX_WEIGHT_CORE", 1.0),
                                "recollection": env_float("MEMORYOS_EXOCORTEX_WEIGHT_RECOLLECTION", 1.1),

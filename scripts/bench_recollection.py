@@ -1,4 +1,4 @@
-"""Cost of Exocortex recollection clustering (memory/engine/recollection.py), cold and warm.
+"""Cost of Exocortex recollection clustering (memory/policies/exocortex/engine/recollection.py), cold and warm.
 
 For pools of 50, 100 and 200 candidate pages of a LoCoMo conversation (real MiniLM embeddings,
 Exocortex weights against each question), it times in this process:
@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from memory.engine.clusters import cluster_labels  # noqa: E402
-from memory.engine.exocortex import CORE, DecaySettings, exocortex_weight, recencies  # noqa: E402
-from memory.engine.recollection import (  # noqa: E402
+from memory.policies.exocortex.engine.decay import CORE, DecaySettings, exocortex_weight, recencies  # noqa: E402
+from memory.policies.exocortex.engine.recollection import (  # noqa: E402
     Candidate,
     RecollectionParams,
     cluster_recollections,

@@ -1,4 +1,4 @@
-"""Time the recollection maintenance step (memory/services/exocortex.recollections_make) on the first
+"""Time the recollection maintenance step (memory/policies/exocortex/services.recollections_make) on the first
 LoCoMo conversation imported into an isolated store: its first call in the process and the next 20,
 one per question asked as a new turn (gather, UMAP + HDBSCAN, guard, summaries, their embeddings and
 the writes).
@@ -22,7 +22,7 @@ from django.utils import timezone  # noqa: E402
 from memory.benchmarks.common import bench_env  # noqa: E402
 from memory.formats.locomo import load_conversations  # noqa: E402
 from memory.models import UserMemoryState  # noqa: E402
-from memory.services.exocortex import recollections_make  # noqa: E402
+from memory.policies.exocortex.services import recollections_make  # noqa: E402
 from memory.services.importing import conversation_import  # noqa: E402
 from memory.services.pages import page_start  # noqa: E402
 from memory.services.turns import page_complete  # noqa: E402

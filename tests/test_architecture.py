@@ -1,5 +1,10 @@
 """The layers of docs/ARCHITECTURE.md, checked from the code's own imports.
 
+A memory model's package (memory/policies/<model>/) keeps the layers inside it: its `engine` is
+pure, its `ranking` reads as recall does, its `services` and `selectors` are held to theirs. A
+contract's `who` and `what` may hold `*` for one model's name; a module may always import within
+the part of its own package that its pattern matched.
+
 Every import statement counts, those inside functions too (a lazy import hides a cycle from the
 interpreter, not from the reader); only `if TYPE_CHECKING:` blocks are left out. Checked: no
 import cycle between modules, no import of another module's private name (nor `module._name`
@@ -19,22 +24,24 @@ PACKAGES = ("memory", "persona", "memoryos_site")
 
 FRAMEWORKS = ("django", "qdrant_client", "qdrant_edge", "openai", "torch", "sentence_transformers", "onnxruntime",
               "channels", "ninja")
-EDGES = ("memory.web", "memory.management", "memory.templatetags", "memoryos_site")
+EDGES = ("memory.web", "memory.management", "memory.templatetags", "memoryos_site", "memory.policies.*.web")
 MODELS = ("memory.models", "persona.models")
-SERVICES = ("memory.services",)
+SERVICES = ("memory.services", "memory.policies.*.services", "memory.policies.*.hooks")
 # How work runs (executors, the lane, Celery tasks, due work): between the edges and the services.
 RUNTIME = ("memory.runtime",)
 # The reads (one module per thing read), and the inspector's figures, which the reads build and cache.
-SELECTORS = ("memory.selectors", "memory.inspector")
+SELECTORS = ("memory.selectors", "memory.inspector", "memory.policies.*.selectors")
+RECALL = ("memory.recall", "memory.policies.*.ranking")
+ENGINE = ("memory.engine", "memory.policies.*.engine")
 
 # (who, what it must not import, why)
 CONTRACTS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
-    (("memory.engine",), ("memory.", "persona.", "memoryos_site.", *FRAMEWORKS),
+    (ENGINE, ("memory.", "persona.", "memoryos_site.", *FRAMEWORKS),
      "the engine is pure: it imports only the engine and plain libraries"),
     (("memory.adapters",), ("memory.models", "memory.services", "memory.recall", "memory.selectors", "memory.web",
                             "memory.config", "persona.", "memoryos_site."),
      "adapters implement engine ports and know nothing of models"),
-    (("memory.recall",), ("memory.services", "memory.selectors", "memory.web", "memory.management"),
+    (RECALL, (*SERVICES, *SELECTORS, "memory.web", "memory.management"),
      "recall reads; what it writes (visits, the trace) is memory.services.recall's"),
     (("persona",), ("memory.", "memoryos_site.", "channels", "ninja"),
      "long-term memory's models depend on nothing of the project: memory depends on them, never the reverse"),
@@ -67,14 +74,23 @@ SERVICE_READS = {
 }
 # The setting that says where work runs: read by memory.runtime only.
 RUNTIME_SETTINGS = ("MAINTENANCE_MODE",)
-# Code that may import the benchmarks: the benchmarks and the command that runs them.
-BENCHMARK_USERS = ("memory.benchmarks", "memory.management.commands.bench")
+# What a contract's forbidden list lets through all the same: (who, what), the engine's own.
+CONTRACT_ALLOWED = {ENGINE: ("memory.engine",)}
+# Code that may import the benchmarks: the benchmarks, a model's own bench, and the command that runs them.
+BENCHMARK_USERS = ("memory.benchmarks", "memory.policies.*.bench", "memory.management.commands.bench")
+
+# The memory models' packages: nothing outside a model's package imports it; the registry
+# (memory/policies/registry.py) loads the packages named in memory.policies.MODELS by name.
+MODEL_PACKAGES = "memory.policies.*"
+MODEL_CORE = ("memory.policies", "memory.policies.registry")  # the registry: not a model
+# (importer, model package): why it still imports the model directly. Each is a hook to make.
+MODEL_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # The recall policies' names. Only the recall package and the engine spell them; everything else asks
 # the policy (memory/recall/base.py: get_policy, policies, RecallPolicy's declarations), so that a new
 # policy is one module.
 POLICY_NAMES = frozenset({"memoryos", "hybrid", "memoria", "exocortex", "generative_agents"})
-POLICY_NAME_OWNERS = ("memory.recall", "memory.engine")
+POLICY_NAME_OWNERS = ("memory.recall", "memory.engine", "memory.policies")
 # (module, name): why the name is spelled there. Migrations are not read (their history is fixed).
 POLICY_NAME_EXCEPTIONS = {
     ("memoryos_site.settings", "hybrid"): "MEMORYOS_RECALL_POLICY's default: settings are plain values",
@@ -84,7 +100,6 @@ POLICY_NAME_EXCEPTIONS = {
     ("memory.web.openai_api", "memoryos"): "the project's name: /v1's auth realm, model owner and answer extension",
     ("memory.benchmarks.v1", "memoryos"): "the project's name: the /v1 answer's extension field, read by its bench",
     ("memory.models", "memoryos"): "RetrievalTrace.policy's column default, as migration 0001 has it",
-    ("memory.management.commands.bench", "memoria"): "a benchmark's name: memory/benchmarks/memoria.py",
 }
 
 
@@ -161,8 +176,22 @@ def _private_attribute_uses(module: str, path: Path, modules: dict[str, Path]) -
             yield f"{module}:{node.lineno} uses {bound[node.value.id]}.{node.attr}"
 
 
+def _matched(module: str, pattern: str) -> str | None:
+    """The part of `module` that `pattern` names (itself or a package above it), `*` standing for one
+    name; None when the pattern names neither."""
+    parts, wanted = module.split("."), pattern.rstrip(".").split(".")
+    if len(parts) < len(wanted) or any(w != "*" and w != p for w, p in zip(wanted, parts, strict=False)):
+        return None
+    return ".".join(parts[:len(wanted)])
+
+
 def _within(module: str, prefixes: tuple[str, ...]) -> bool:
-    return any(module == p.rstrip(".") or module.startswith(p.rstrip(".") + ".") for p in prefixes)
+    return any(_matched(module, p) is not None for p in prefixes)
+
+
+def _own(module: str, prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """The parts of the tree `module` is in by `prefixes` (a model's engine, not every model's)."""
+    return tuple(own for p in prefixes if (own := _matched(module, p)) is not None)
 
 
 def _project(target: str, modules: dict[str, Path]) -> str | None:
@@ -175,7 +204,17 @@ def _project(target: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def violations(root: Path, packages=PACKAGES, contracts=CONTRACTS) -> list[str]:
+def _model_import(module: str, imp: Import, *, exceptions) -> list[str]:
+    """A model's package imported from outside it (the registry, and the exceptions, aside)."""
+    model = _matched(imp.target, MODEL_PACKAGES)
+    if model is None or imp.target in MODEL_CORE or module in MODEL_CORE or _within(module, (model,)) \
+            or (module, model) in exceptions:
+        return []
+    return [f"{module}:{imp.line} imports {imp.target}: a memory model is reached through the registry's hooks"]
+
+
+def violations(root: Path, packages=PACKAGES, contracts=CONTRACTS, model_exceptions=None) -> list[str]:
+    model_exceptions = MODEL_IMPORT_EXCEPTIONS if model_exceptions is None else model_exceptions
     modules = module_files(root, packages)
     found: list[str] = []
     graph: dict[str, set[str]] = {name: set() for name in modules}
@@ -187,11 +226,14 @@ def violations(root: Path, packages=PACKAGES, contracts=CONTRACTS) -> list[str]:
             if imp.name.startswith("_") and not imp.name.startswith("__") and target and target != module:
                 found.append(f"{module}:{imp.line} imports the private name {imp.name} from {target}")
             for who, forbidden, why in contracts:
-                if (_within(module, who) and not _within(imp.target, who) and not module.endswith(".admin")
-                        and _within(imp.target, forbidden)):
+                if (_within(module, who) and not _within(imp.target, _own(module, who))
+                        and not module.endswith(".admin") and _within(imp.target, forbidden)
+                        and not _within(imp.target, CONTRACT_ALLOWED.get(who, ()))):
                     found.append(f"{module}:{imp.line} imports {imp.target}: {why}")
-            if target and _within(target, ("memory.benchmarks",)) and not _within(module, BENCHMARK_USERS):
+            if target and _within(target, ("memory.benchmarks", "memory.policies.*.bench")) \
+                    and not _within(module, BENCHMARK_USERS):
                 found.append(f"{module}:{imp.line} imports {target}: runtime code must not need the benchmarks")
+            found += _model_import(module, imp, exceptions=model_exceptions)
         found += _private_attribute_uses(module, path, modules)
     found += [f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph)]
     return found
@@ -318,6 +360,15 @@ def test_only_the_recall_package_names_a_policy() -> None:
     assert all(module in modules for module, _ in POLICY_NAME_EXCEPTIONS)  # no exception outlives its reason
 
 
+def test_a_memory_model_is_reached_only_through_the_registry() -> None:
+    """The rule runs in the first test; here: each exception still has its importer and its import."""
+    modules = module_files(ROOT)
+    for importer, model in MODEL_IMPORT_EXCEPTIONS:
+        assert model in modules and importer in modules, (importer, model)
+        assert any(_matched(imp.target, MODEL_PACKAGES) == model
+                   for imp in imports_of(importer, modules[importer], modules)), (importer, model)
+
+
 def test_who_may_see_whom_is_decided_in_one_module() -> None:
     """Permission checks live in memory/web/access.py (the admin's own aside): the views, the API and
     the template tags ask it, and no selector filters by who is looking."""
@@ -332,7 +383,9 @@ def test_the_layers_exist() -> None:
     modules = module_files(ROOT)
     for package in ("memory.engine", "memory.adapters", "memory.recall", "memory.services", "memory.runtime",
                     "memory.web", "memory.benchmarks", "memory.selectors", "memory.selectors.recall_panel",
-                    "memory.web.access"):
+                    "memory.web.access", "memory.policies.registry", "memory.policies.memoria.engine",
+                    "memory.policies.memoria.ranking", "memory.policies.exocortex.engine",
+                    "memory.policies.exocortex.ranking"):
         assert package in modules, package
     assert len([m for m in modules if m.startswith("memory.engine.")]) >= 8
 
@@ -457,3 +510,43 @@ def test_a_service_reading_through_a_selector_is_found(tmp_path) -> None:
         "memory.services.chat:1 imports memory.selectors.sonas: services write; reads are the callers'",
         "memory.services.chat:2 imports memory.selectors.files: services write; reads are the callers'",
     ]
+
+
+def test_a_memory_model_s_layers_and_its_package_s_walls_are_kept(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/engine/__init__.py": "",
+        "memory/engine/similarity.py": "",
+        "memory/services/__init__.py": "",
+        "memory/services/pages.py": "from memory.policies.memoria.services import put\n"
+                                    "from memory.policies import registry\n",
+        "memory/policies/__init__.py": "",
+        "memory/policies/registry.py": "",
+        "memory/policies/memoria/__init__.py": "",
+        "memory/policies/memoria/engine/__init__.py": "",
+        "memory/policies/memoria/engine/scoring.py": "from memory.engine.similarity import cosine\n"
+                                                     "from memory.policies.memoria.engine import rating\n"
+                                                     "from django.conf import settings\n",
+        "memory/policies/memoria/engine/rating.py": "from memory.policies.exocortex.engine import decay\n",
+        "memory/policies/memoria/ranking.py": "from memory.policies.memoria import services\n",
+        "memory/policies/memoria/services.py": "from memory.policies.memoria.engine import scoring\n",
+        "memory/policies/exocortex/__init__.py": "",
+        "memory/policies/exocortex/engine/__init__.py": "",
+        "memory/policies/exocortex/engine/decay.py": "",
+    })
+    found = violations(root, packages=("memory",), model_exceptions={})
+    assert sorted(found) == sorted([
+        "memory.services.pages:1 imports memory.policies.memoria.services: a memory model is reached through the "
+        "registry's hooks",
+        "memory.policies.memoria.engine.scoring:3 imports django.conf: the engine is pure: it imports only the engine "
+        "and plain libraries",
+        "memory.policies.memoria.engine.rating:1 imports memory.policies.exocortex.engine.decay: the engine is pure: "
+        "it imports only the engine and plain libraries",
+        "memory.policies.memoria.engine.rating:1 imports memory.policies.exocortex.engine.decay: a memory model is "
+        "reached through the registry's hooks",
+        "memory.policies.memoria.ranking:1 imports memory.policies.memoria.services: recall reads; what it writes "
+        "(visits, the trace) is memory.services.recall's",
+    ])
+    excused = violations(root, packages=("memory",),
+                         model_exceptions={("memory.services.pages", "memory.policies.memoria"): "a reason"})
+    assert not any(v.startswith("memory.services.pages") for v in excused)

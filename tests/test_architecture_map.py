@@ -23,17 +23,22 @@ DOC = ROOT / "docs" / "ARCHITECTURE.md"
 Box = tuple[str, tuple[str, ...], str]
 LAYERS: tuple[tuple[Box, ...], ...] = (
     (("edges", ("memoryos_site", "memory.web", "memory.management", "memory.templatetags", "memory.admin",
-                "memory.apps", "memory.benchmarks"),
-      "views, websocket, REST, MCP, /v1, commands, admin, benchmarks, settings"),),
+                "memory.apps", "memory.benchmarks", "memory.policies.*", "memory.policies.*.web",
+                "memory.policies.*.bench"),
+      "views, websocket, REST, MCP, /v1, commands, admin, benchmarks; a model's pages and its loading"),),
     (("runtime", ("memory.runtime",), "how work runs: turn and reply workers, the lane, Celery tasks, due work"),),
-    (("services", ("memory.services",), "the one write path: plain synchronous functions by entity"),),
-    (("selectors", ("memory.selectors", "memory.inspector"), "the reads, one module per thing read; figures"),),
-    (("recall", ("memory.recall",), "ranks what the store holds for one query; reads only"),),
+    (("services", ("memory.services", "memory.policies.*.services", "memory.policies.*.hooks"),
+      "the one write path: plain synchronous functions by entity; a model's writes and hooks"),),
+    (("selectors", ("memory.selectors", "memory.inspector", "memory.policies.*.selectors"),
+      "the reads, one module per thing read; figures"),),
+    (("recall", ("memory.recall", "memory.policies.*.ranking"), "ranks what the store holds for one query"),),
     (("models", ("memory.models", "persona"), "the source of truth (persona: long-term memory's models)"),
+     ("registry", ("memory.policies", "memory.policies.registry"), "the memory models' hooks"),
      ("formats", ("memory.formats",), "file formats: LoCoMo, histories, CAR"),
-     ("config", ("memory.config",), "settings turned into engine values"),
+     ("config", ("memory.config", "memory.policies.*.settings"), "settings turned into engine values"),
      ("adapters", ("memory.adapters",), "Qdrant, MiniLM, the chat model, full text, file text")),
-    (("engine", ("memory.engine",), "pure Python: formulas, decisions, the offline engine, ports"),),
+    (("engine", ("memory.engine", "memory.policies.*.engine"),
+      "pure Python: formulas, decisions, the offline engine, ports"),),
 )
 
 BEGIN = "<!-- {name}: written by `python -m tests.test_architecture_map --write`; do not edit by hand -->"
@@ -43,7 +48,8 @@ END = "<!-- end of {name} -->"
 def _matches(module: str, pattern: str) -> int:
     """How specific a match of `pattern` for `module` is (0: no match)."""
     if "*" in pattern:
-        return len(pattern) if fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*") else 0
+        inside = fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
+        return len(pattern) if inside else 0
     return len(pattern) if module == pattern or module.startswith(pattern + ".") else 0
 
 
@@ -81,9 +87,9 @@ def layer_violations(root: Path, layers=LAYERS, packages=("memory", "persona", "
                 continue
             if problem not in found:  # `from x import a, b` is one import
                 found.append(problem)
-    for row in layers:
-        for name, patterns, _what in row:
-            if not any(box_of(module, layers) == (layers.index(row), name) for module in modules):
+    for number, row in enumerate(layers):
+        for name, _patterns, _what in row:
+            if not any(box_of(module, layers) == (number, name) for module in modules):
                 found.append(f"the box {name} holds no module")
     return found
 
@@ -120,7 +126,8 @@ def written(text: str) -> str:
         pattern = re.compile(re.escape(begin) + r"\n(?:.*?\n)?" + re.escape(end), re.S)
         if not pattern.search(text):
             raise ValueError(f"docs/ARCHITECTURE.md has no {name} section ({begin})")
-        text = pattern.sub(lambda _m: f"{begin}\n{make()}\n{end}", text)
+        section = f"{begin}\n{make()}\n{end}"
+        text = pattern.sub(lambda _m, section=section: section, text)
     return text
 
 

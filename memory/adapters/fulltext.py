@@ -8,7 +8,7 @@
 Migration 0011_memoria_recall creates the table its vendor needs. The documents live in the same
 database as the memories, so a service that writes a page indexes it in the same transaction: the
 index can never claim a page that was rolled back. Scores are comparable only within one query
-(memory/engine/memoria.py fulltext_terms). The adapter returns ids only; callers check them against
+(memory/policies/memoria/engine/scoring.py fulltext_terms). The adapter returns ids only; callers check them against
 the rows they may recall (an id of a deleted or repressed memory is simply not found there).
 """
 

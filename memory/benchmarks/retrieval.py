@@ -37,6 +37,7 @@ from memory.benchmarks.evidence import (
     recall_at_budget,
     recall_at_k,
 )
+from memory.policies import registry as models
 
 KS = (5, 10, 20)
 BUDGETS = (1000, 2000)
@@ -90,22 +91,6 @@ def _flag(module: str, name: str, value: Any) -> Iterator[None]:
         setattr(target, name, saved)
 
 
-@contextmanager
-def _memoria_terms_off() -> Iterator[None]:
-    """Memoria with the vector term alone: no recency, full-text, importance, sona, nor expansion."""
-    import dataclasses
-
-    from memory.recall import memoria
-
-    saved = memoria.memoria_params
-    memoria.memoria_params = lambda: dataclasses.replace(saved(), w_recency=0.0, w_fts=0.0, w_importance=0.0,
-                                                         w_sona=0.0, max_pulled=0)
-    try:
-        yield
-    finally:
-        memoria.memoria_params = saved
-
-
 def _built_from(module: str) -> Callable[[str], bool]:
     """Whether a policy is built from `module`: its class, or one it builds on, is defined there. An
     ablation switches off a term of one module, so it is measured on the policies that use it."""
@@ -141,11 +126,8 @@ ABLATIONS: dict[str, tuple[str, Callable[[], Any], Callable[[str], bool] | None]
     "memoryos-jaccard": ("MemoryOS segments by relevance alone (no keyword Jaccard in Fscore)",
                          lambda: _flag("memory.recall.memoryos", "KEYWORD_JACCARD", False),
                          _built_from("memory.recall.memoryos")),
-    "exocortex-decay": ("Exocortex and Generative Agents without recency (relevance · type weight)",
-                        lambda: _flag("memory.recall.exocortex", "DECAY", False),
-                        _built_from("memory.recall.exocortex")),
-    "memoria-terms": ("Memoria with its relevance term alone (no recency, full-text, importance, sona, "
-                      "expansion)", _memoria_terms_off, _built_from("memory.recall.memoria")),
+    # The memory models' own (memory/policies/<model>/hooks.py): exocortex-decay, memoria-terms.
+    **models.ablations(),
 }
 # Context always in the prompt but not ranked by relevance goes last, in this order.
 TAIL_KINDS = ("kb_fact", "agent_trait", "stm_page")

@@ -13,8 +13,8 @@ from .types import RecalledItem
 # Order in which context is kept when the budget is short: what is least replaceable first.
 SECTION_PRIORITY = ("profile", "agent_profile", "stm_page", "mtm_page", "turn", "memoria_page", "memoria_note",
                     "kb_fact", "user_trait", "agent_trait")
-# Sections a policy hands over in causal order (what a memory rests on first, memory/engine/
-# memoria_expansion.py), not best first: when the budget is short they keep their highest scores,
+# Sections a policy hands over in causal order (what a memory rests on first, memory/policies/
+# memoria/engine/expansion.py), not best first: when the budget is short they keep their highest scores,
 # and what is kept is still shown in the order given.
 CAUSAL_KINDS = frozenset({"memoria_page", "memoria_note"})
 SECTION_TITLES = {

@@ -6,8 +6,9 @@ agent traits by similarity, the query embedding beside the reads; the segment vi
 trace are written by memory/services/recall.py, the prompt assembled by the engine.
 
 Adding a policy is one module with a `RecallPolicy` subclass decorated by `@register_policy`,
-the module named in POLICY_MODULES (or, for a policy that lives elsewhere, in the
-MEMORYOS_RECALL_POLICY_MODULES setting), and its tests. A policy also declares what it needs of
+the module named in POLICY_MODULES, or a memory model's package in memory/policies/ (named in
+memory.policies.MODELS), or, for a policy that lives elsewhere, the MEMORYOS_RECALL_POLICY_MODULES
+setting; and its tests. A policy also declares what it needs of
 the rest of the project (work after the reply, recollections) and how the recall panel and the
 inspector explain its items; services, selectors, benchmarks and templates ask the policy, never
 its name (tests/test_architecture.py holds them to it).
@@ -28,11 +29,13 @@ from django.conf import settings
 from memory.engine.mid_term import SegmentScore
 from memory.engine.types import MemoryParams, RecalledItem
 from memory.models import Tier
+from memory.policies import MODELS
+from memory.policies import registry as models_registry
 from memory.recall import rows
 
-# The built-in policies, in the order listings and benchmarks show them.
-POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid", "memory.recall.memoria",
-                  "memory.recall.exocortex", "memory.recall.generative_agents")
+# The built-in policies, in the order listings and benchmarks show them: the core's, then the memory
+# models' packages (memory/policies/: each registers its policies when the registry loads it).
+POLICY_MODULES = ("memory.recall.memoryos", "memory.recall.hybrid", *MODELS)
 
 # What a recalled page shows; the stored embedding (1.5 kB a page) and the graph fields stay behind.
 PAGE_FIELDS = ("id", "user_id", "tier", "seq", "query", "response", "timestamp", "source_ids", "segment_id",
@@ -91,9 +94,9 @@ class RecallPolicy(ABC):
     # A search that needs no query vector, run while the query is embedded, and its part's name.
     early_part: ClassVar[str | None] = None
     # Work run once the turn's reply is stored, off the reply path: names of the services' after-reply
-    # work (memory/services/after_reply.py), each given the turn's user, trace and reply.
+    # work (memory/runtime/after_reply.py), each given the turn's user, trace and reply.
     after_reply: ClassVar[tuple[str, ...]] = ()
-    # Whether maintenance makes recollections after this policy's turns (memory/services/exocortex.py;
+    # Whether maintenance makes recollections after this policy's turns (memory/policies/exocortex/;
     # MEMORYOS_EXOCORTEX_RECOLLECTIONS="policy").
     makes_recollections: ClassVar[bool] = False
     # The item kinds only this policy makes, with the recall panel's section title and, where the kind
@@ -157,7 +160,10 @@ def _load() -> None:
         return
     with _load_lock:
         if not _loaded:
-            for module in (*POLICY_MODULES, *settings.MEMORYOS.get("RECALL_POLICY_MODULES", ())):
+            for module in ("memory.recall.memoryos", "memory.recall.hybrid"):
+                importlib.import_module(module)
+            models_registry.load()
+            for module in settings.MEMORYOS.get("RECALL_POLICY_MODULES", ()):
                 importlib.import_module(module)
             _loaded = True
 
@@ -166,8 +172,15 @@ def policy_names() -> tuple[str, ...]:
     """The built-in policies in POLICY_MODULES' order (whichever module was imported first), then
     the others in the order they registered."""
     _load()
-    rank = {module: i for i, module in enumerate(POLICY_MODULES)}
-    return tuple(sorted(_registry, key=lambda name: rank.get(type(_registry[name]).__module__, len(rank))))
+    return tuple(sorted(_registry, key=lambda name: _module_rank(type(_registry[name]).__module__)))
+
+
+def _module_rank(module: str) -> int:
+    """Where a policy's module (or the model package it is in) comes in POLICY_MODULES."""
+    for rank, listed in enumerate(POLICY_MODULES):
+        if module == listed or module.startswith(listed + "."):
+            return rank
+    return len(POLICY_MODULES)
 
 
 def get_policy(name: str) -> RecallPolicy:

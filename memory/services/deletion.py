@@ -44,7 +44,7 @@ from memory.services.common import MemoryInputError, lock_user_state
 from memory.services.editing import actor_name, memory_get, memory_point_ids, reason_clean
 from memory.services.events import event_record
 from memory.services.files import blobs_release_on_commit, page_files_delete
-from memory.services.memoria import fulltext_pages_delete, fulltext_user_delete
+from memory.services.fulltext import fulltext_pages_delete, fulltext_user_delete
 from memory.services.segments import SUMMARY_PAGES, segment_rederive
 from memory.services.supersession import superseded_pages, supersessions_forget_facts
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait

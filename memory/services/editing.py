@@ -40,8 +40,8 @@ from memory.services.common import (
     texts_check,
 )
 from memory.services.events import event_record
+from memory.services.fulltext import fulltext_page_put
 from memory.services.long_term import lpm_point
-from memory.services.memoria import fulltext_page_put
 from memory.services.pages import SPEAKER_LABEL, page_point, page_row_text
 from memory.services.segments import segment_point, segment_text
 from memory.services.turn_input import validate_message

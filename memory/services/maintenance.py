@@ -33,11 +33,11 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
+from memory.policies import registry as models
 from memory.selectors.maintenance import stopped_turn_pages_of
 from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
-from memory.services.exocortex import recollections_make
 from memory.services.facts import facts_at_turn, facts_from_turns
 from memory.services.long_term import promote_segment
 from memory.services.model_tasks import summarise_segment
@@ -72,7 +72,8 @@ class MaintenanceReport:
     created_segments: int = 0
     evicted: list[str] = field(default_factory=list)
     promoted: list[str] = field(default_factory=list)
-    recollections: list[str] = field(default_factory=list)  # Exocortex recollections stored
+    # What each memory model's step stored, by step name ("recollections": the Exocortex's)
+    models: dict[str, list[str]] = field(default_factory=dict)
 
 
 def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_now: bool = True,
@@ -80,7 +81,7 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     """All steps for one user, serialised with any other run for that user in this process.
 
     A bulk import passes index_turns_now=False and indexes utterances once per batch, and
-    recollect=False: recollections (memory/services/exocortex.py) belong to a live turn's context.
+    recollect=False: the models' steps (recollections: memory/policies/exocortex/) belong to a live turn's context.
     `pause` is called between steps, outside any transaction: the low-priority lane
     (memory/runtime/lane.py) waits there while replies are under way.
     """
@@ -113,8 +114,8 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             report.promoted = _promote(user_id, now)
             supersession_detect_pending(user_id=user_id, at=now)
             between_steps()
-            if recollect:
-                report.recollections = [str(r.id) for r in recollections_make(user_id=user_id, now=now)]
+            if recollect:  # the memory models' steps (memory/policies/): the Exocortex's recollections
+                _model_steps(user_id, report, now)
         except Exception as exc:
             _record_failure(user_id, exc)
             raise
@@ -122,6 +123,12 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     log.debug("event=maintenance_done user=%s moved=%s evicted=%s promoted=%s", user_id, report.moved,
              len(report.evicted), len(report.promoted))
     return report
+
+
+def _model_steps(user_id: int, report: MaintenanceReport, now: datetime) -> None:
+    """Each memory model's maintenance step (memory/policies/registry.py on_maintenance), in turn."""
+    for name, step in models.maintenance_steps().items():
+        report.models[name] = [str(row.id) for row in step(user_id=user_id, now=now)]
 
 
 def _settle(user_id: int) -> None:

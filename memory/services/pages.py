@@ -29,10 +29,13 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
-from memory.services import graph, memoria
+from memory.policies import registry as models
+from memory.recall.base import default_policy_name
+from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state_counting_up, lock_user_state_writing
 from memory.services.events import event_record
 from memory.services.files import files_attach
+from memory.services.fulltext import fulltext_page_put
 from memory.services.turn_holders import turn_holder
 from memory.services.turn_input import validate_message
 from memory.services.utterances import (
@@ -119,12 +122,18 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
             fields += ["utterances", "turns_indexed"]
             points += turn_points([page], said.before, HybridParams(), said.vectors)
         page.save(update_fields=fields)
-        if page.sona_id:  # every memory belongs to a sona: a page to the one it happened in
-            memoria.sona_membership_put(user_id=page.user_id, sona_id=page.sona_id, node=node)
-        memoria.fulltext_page_put(page=page, text=text, new=new)
+        fulltext_page_put(page=page, text=text, new=new)
+        # The memory models' page work (memory/policies/): Memoria's sona membership, on every page.
+        models.page_stored(page=page, node=node, text=text, new=new, policy=lambda: _policy_in_use(page))
         if points:
             transaction.on_commit(lambda: points_write(points))
     return page
+
+
+def _policy_in_use(page: DialoguePage) -> str:
+    """The policy the page's sona recalls with (the configured one when the sona names none)."""
+    sona = page.sona if page.sona_id else None
+    return (sona.recall_policy if sona is not None else "") or default_policy_name()
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from memory.policies import registry as models_registry
 from memory.recall.base import policy_or_none
-from memory.services.memoria import memoria_after_reply
 
 log = logging.getLogger(__name__)
 
 AfterReply = Callable[..., object]  # (*, user_id: int, trace_id, reply: str) -> anything
 
-_work: dict[str, AfterReply] = {
-    "importance_rating": memoria_after_reply,  # rate what was recalled; bubble up between sonas
-}
+# Filled as the memory models register (memory/policies/registry.py; Memoria's "importance_rating").
+_work: dict[str, AfterReply] = {}
 
 
 def register_after_reply(name: str, work: AfterReply) -> None:
@@ -41,7 +40,9 @@ def after_reply_names() -> frozenset[str]:
 
 
 def after_reply_get(name: str) -> AfterReply:
-    """The work registered as `name` (KeyError if none is)."""
+    """The work registered as `name` (KeyError if none is). A Celery worker may look a name up
+    before anything in its process loaded the memory models that register their work."""
+    models_registry.load()
     return _work[name]
 
 

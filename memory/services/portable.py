@@ -56,7 +56,7 @@ from memory.models import (
 from memory.services.common import MemoryInputError, TextRefused, lock_user_state, texts_check
 from memory.services.events import event_record
 from memory.services.files import blob_put, blob_read, blobs_release
-from memory.services.memoria import fulltext_page_put
+from memory.services.fulltext import fulltext_page_put
 from memory.services.pages import page_row_text
 from memory.services.reindex import reindex_user
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait

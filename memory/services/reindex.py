@@ -17,10 +17,10 @@ from memory.adapters.vectors import dir_size_mb
 from memory.engine.ports import VectorPoint
 from memory.models import DialoguePage, PageStatus, Recollection, Segment, Tier, bytes_to_vector, vector_to_bytes
 from memory.recall.turn_facts import turn_facts
-from memory.services.exocortex import recollection_point
+from memory.services.fulltext import fulltext_page_put
 from memory.services.long_term import lpm_point
-from memory.services.memoria import fulltext_page_put
 from memory.services.pages import page_point, page_row_text
+from memory.services.recollections import recollection_point
 from memory.services.segments import segment_point
 from memory.services.utterances import index_turns
 from persona.models import AgentTrait, KnowledgeFact

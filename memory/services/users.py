@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from memory.models import Sona
+from memory.adapters import configured
+from memory.models import Sona, vector_to_bytes
 from memory.recall.base import UnknownPolicyError, get_policy
+from memory.recall.sona_names import name_vector
 from memory.services.common import MemoryInputError, text_check
-from memory.services.memoria import sona_name_embed, sona_name_vector
+
+log = logging.getLogger(__name__)
 
 User = get_user_model()
 
@@ -130,3 +135,22 @@ def user_ensure(*, username: str, password: str):
         user.set_password(password)
         user.save(update_fields=["password"])
     return user, created
+
+
+def sona_name_vector(name: str) -> bytes:
+    """The embedding of a sona's name (float32 bytes) for its row, from the names this process has
+    embedded already (recall.sona_names.name_vector: every user's first sona has the same name); b""
+    when the embedder fails: recall then embeds the name itself."""
+    try:
+        return vector_to_bytes(name_vector(configured.embedder(), name))
+    except Exception as exc:  # as embed_or_none: the sona is made all the same
+        log.warning("event=embed_failed error=%r", exc)
+        return b""
+
+
+def sona_name_embed(*, sona: Sona) -> Sona:
+    """Store the embedding of the sona's name (left empty when the embedder fails: recall then
+    embeds the name itself)."""
+    sona.name_embedding = sona_name_vector(sona.name)
+    sona.save(update_fields=["name_embedding"])
+    return sona

@@ -62,18 +62,6 @@ class SonaForm(forms.Form):
         return name
 
 
-class DecaySettingsForm(forms.Form):
-    """The Exocortex decay curve's two user settings (memory/engine/exocortex.py); the service checks
-    them again (memory/services/exocortex.py decay_settings_update)."""
-
-    short_term_minutes = forms.FloatField(
-        min_value=0.5, max_value=7 * 24 * 60, label="Short-term memory duration (minutes)",
-        help_text="How long a memory counts as short-term: its recency falls exponentially over this time.")
-    long_term_threshold = forms.FloatField(
-        min_value=0.0001, max_value=0.89, label="Long-term decay threshold",
-        help_text="The recency your oldest memory decays to (0.01 by default: old but relevant memories still "
-                  "come back, old irrelevant ones stay quiet).")
-
 class ProfileForm(forms.Form):
     name = forms.CharField(max_length=120, strip=True, label="What should I call you?",
                            widget=forms.TextInput(attrs={"autocomplete": "given-name",

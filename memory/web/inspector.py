@@ -18,9 +18,10 @@ from django.views.decorators.http import require_GET
 from memory.config import memory_params
 from memory.engine.traits import CATEGORIES
 from memory.inspector import charts
+from memory.policies import registry as models
 from memory.recall.base import UnknownPolicyError, get_policy, policy_names
 from memory.recall.pipeline import gather
-from memory.selectors import audit, decay, log, long_term, stats, tiers
+from memory.selectors import audit, log, long_term, stats, tiers
 from memory.selectors import provenance as provenances
 from memory.selectors import replay as replays
 from memory.selectors.accounts import user_named
@@ -86,7 +87,7 @@ def overview(request, username):
     return _render(request, "inspector/overview.html", target, "overview",
                    {"o": data, "tiers_figure": charts.tiers_figure(data.counts),
                     "rows": audit.events_with_subjects(user=target, events=data.recent_events),
-                    "decay": decay.exocortex_curves(user=target)})
+                    **models.page_context("inspector_overview", user=target)})
 
 
 @login_required

@@ -6,10 +6,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory.selectors.decay import decay_settings_initial
+from memory.policies import registry as models
 from memory.selectors.long_term import profile_initial
 from memory.services.long_term import profile_update
-from memory.web.forms import DecaySettingsForm, ProfileForm
+from memory.web.forms import ProfileForm
 
 
 @login_required
@@ -24,9 +24,9 @@ def profile(request):
         profile_update(user=request.user, name=data["name"], gender=data["gender"] or "",
                        birth_year=data["birth_year"])
     if not request.htmx:
-        decay_form = DecaySettingsForm(initial=decay_settings_initial(user=request.user))
-        return redirect("home") if saved else render(request, "memory/profile.html",
-                                                     {"form": form, "decay_form": decay_form})
+        # The memory models' sections of the page (the Exocortex's decay settings)
+        sections = models.page_context("profile", user=request.user)
+        return redirect("home") if saved else render(request, "memory/profile.html", {"form": form, **sections})
     partial = ("card-saved" if saved else "card") if card else "profile-form"
     return render(request, f"memory/profile.html#{partial}", {"form": form, "saved": saved, "card": card})
 

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from memory.policies import registry as models
 from memory.web import about_me, editing, history_import, inspector, notices, profile, supersessions, tokens, views
 
 urlpatterns = [
@@ -22,7 +23,6 @@ urlpatterns = [
     path("settings/tokens/", tokens.tokens, name="api_tokens"),
     path("settings/import/", history_import.history_upload, name="history_upload"),
     path("settings/import/<str:job>/", history_import.history_import_job, name="history_import_job"),
-    path("settings/decay/", views.decay_settings, name="decay_settings"),
     path("inspector/", inspector.inspector_home, name="inspector_home"),
     path("inspector/switch/", inspector.inspector_switch, name="inspector_switch"),
     path("inspector/<str:username>/", inspector.overview, name="inspector_overview"),
@@ -46,3 +46,5 @@ urlpatterns = [
     path("inspector/<str:username>/memory/<slug:kind>/<str:ident>/correct/", editing.correct, name="memory_correct"),
     path("inspector/<str:username>/memory/<slug:kind>/<str:ident>/delete/", editing.delete, name="memory_delete"),
 ]
+# The memory models' pages (memory/policies/<model>/web.py): the Exocortex's decay settings.
+urlpatterns += models.urlpatterns()

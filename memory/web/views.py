@@ -15,14 +15,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memory.config import memory_params
 from memory.selectors.chat import chat_history
-from memory.selectors.long_term import profile_exists, profile_initial
+from memory.selectors.long_term import profile_exists
 from memory.selectors.recall_panel import turn_recall
 from memory.selectors.sonas import sona_for_user, sona_list
 from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
-from memory.services.exocortex import decay_settings_update
 from memory.services.users import sona_get_or_create, sona_rename
-from memory.web.forms import DecaySettingsForm, ProfileForm, SignUpForm, SonaForm
+from memory.web.forms import ProfileForm, SignUpForm, SonaForm
 from memory.web.htmx import refused_status
 
 SESSION_SONA = "chat_sona_id"
@@ -128,24 +127,3 @@ def signup(request):
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         return redirect("home")
     return render(request, "registration/signup.html", {"form": form})
-
-
-@login_required
-@require_POST
-def decay_settings(request):
-    """The decay settings' form on the profile page: saved through the service, errors shown in place."""
-    form = DecaySettingsForm(request.POST)
-    saved = False
-    if form.is_valid():
-        try:
-            decay_settings_update(user=request.user, **form.cleaned_data)
-            saved = True
-        except MemoryInputError as exc:
-            form.add_error(None, str(exc))
-    if not request.htmx:
-        if saved:
-            return redirect("profile")
-        profile_form = ProfileForm(initial=profile_initial(user=request.user))
-        return render(request, "memory/profile.html", {"form": profile_form, "decay_form": form}, status=400)
-    return render(request, "memory/profile.html#decay-form", {"decay_form": form, "decay_saved": saved},
-                  status=refused_status(request, not saved))

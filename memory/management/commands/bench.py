@@ -1,7 +1,8 @@
 """`manage.py bench {retrieval,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession,feel} [...]`:
 the benchmarks (tables or --json).
 
-Each subcommand lives in memory/benchmarks/<name>.py with `add_arguments(parser)`,
+Each subcommand lives in memory/benchmarks/<name>.py (a memory model's in its package, registered
+with memory/policies/registry.py on_bench) with `add_arguments(parser)`,
 `run(options, stdout) -> dict` and `render(result) -> str`. Modules are imported when their
 subcommand runs (and, for its options, when the parser is built; a missing one is listed as
 unavailable), so one benchmark's heavy imports never slow another.
@@ -17,6 +18,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.test.utils import override_settings
 
+from memory.policies import registry as models
+
 BENCHMARKS = {
     "retrieval": "LoCoMo evidence recall of the recall policies against BM25 and dense baselines",
     "scale": "retrieval latency, ingest throughput and sizes as one user's store grows",
@@ -27,7 +30,6 @@ BENCHMARKS = {
     "v1": "the OpenAI-compatible endpoint (/v1) under a burst of official-client streams, beside the websocket",
     "embed": "query embedding latency by encoder thread setting, quiet and beside a busy core",
     "inspector": "the memory inspector's pages and figures at 10,000 pages, and replay steps",
-    "memoria": "Memoria's pure core: CIDs, block verification, CAR archives, rank and budgeted expansion",
     "files": "files attached to turns: reading text, PDF and images, and a turn carrying one against a turn without",
     "supersession": "offline contradiction detection on hand-written scenarios: confusion table, precision, recall",
     "feel": "memory a person can feel: chat scripts (facts told, changed, kept, asked) through the offline engine",
@@ -38,13 +40,23 @@ class BenchmarkUnavailable(CommandError):
     pass
 
 
+def benchmarks() -> dict[str, str]:
+    """The core's benchmarks, then the memory models' (memory/policies/<model>/bench.py): name -> summary."""
+    return {**BENCHMARKS, **{name: summary for name, (_, summary) in models.benches().items()}}
+
+
+def _module(name: str) -> str:
+    return models.benches().get(name, (f"memory.benchmarks.{name}", ""))[0]
+
+
 def load(name: str):
+    module = _module(name)
     try:
-        return importlib.import_module(f"memory.benchmarks.{name}")
+        return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name == f"memory.benchmarks.{name}":
+        if exc.name == module:
             raise BenchmarkUnavailable(
-                f"The {name!r} benchmark is not installed (memory/benchmarks/{name}.py).") from None
+                f"The {name!r} benchmark is not installed ({module.replace('.', '/')}.py).") from None
         raise
 
 
@@ -64,16 +76,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         # Django's CommandParser hands its error handling down to the subparsers.
-        subparsers = parser.add_subparsers(dest="benchmark", metavar="{" + ",".join(BENCHMARKS) + "}",
+        named = benchmarks()
+        subparsers = parser.add_subparsers(dest="benchmark", metavar="{" + ",".join(named) + "}",
                                            required=True)
-        for name, summary in BENCHMARKS.items():
+        for name, summary in named.items():
             sub = subparsers.add_parser(name, help=summary, description=summary)
             sub.add_argument("--json", action="store_true", help="print the result as JSON instead of tables")
             sub.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
             try:
                 load(name).add_arguments(sub)
             except BenchmarkUnavailable:
-                sub.description = f"{summary} (unavailable: memory/benchmarks/{name}.py is missing)"
+                sub.description = f"{summary} (unavailable: {_module(name).replace('.', '/')}.py is missing)"
 
     def handle(self, *args, **options):
         name = options["benchmark"]

@@ -9,6 +9,7 @@ import pytest
 from memory.benchmarks.retrieval import ABLATIONS, measured_policies
 from memory.engine.types import RecalledItem
 from memory.models import Tier
+from memory.policies.exocortex.services import recollecting_policies
 from memory.recall.base import (
     ItemExplanation,
     Ranking,
@@ -19,7 +20,6 @@ from memory.recall.base import (
     unregister_policy,
 )
 from memory.selectors.recall_panel import score_help, turn_recall
-from memory.services.exocortex import recollecting_policies
 from memory.services.policy_work import after_reply_names, register_after_reply, unregister_after_reply
 from memory.services.recall import recall_for_query
 from memory.services.turns import turn_run

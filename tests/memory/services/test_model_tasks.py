@@ -82,11 +82,11 @@ def test_a_recollection_is_summarised_by_the_model_with_its_dates(make_user, mem
     from django.utils import timezone
 
     from memory.models import Recollection
-    from memory.services.exocortex import recollections_make
+    from memory.policies.exocortex.services import recollections_make
 
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 2, "EXOCORTEX_RECOLLECTIONS": "off"}
     user = make_user()
-    from tests.memory.recall.test_exocortex_policy import BREAD, LISBON
+    from tests.policies.exocortex.test_ranking import BREAD, LISBON
 
     for text in (*LISBON, *BREAD, "The weather is grey today.", "Remind me about my trip to Lisbon?"):
         add_page(user, text)

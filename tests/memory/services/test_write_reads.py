@@ -11,8 +11,8 @@ from django.utils import timezone
 from memory.adapters.fulltext import fulltext_index
 from memory.models import DialoguePage
 from memory.selectors.maintenance import stopped_turn_pages_of
+from memory.services.fulltext import fulltext_page_put
 from memory.services.maintenance import chain_newest_pages
-from memory.services.memoria import fulltext_page_put
 from memory.services.segments import segments_holding_pins
 
 pytestmark = [pytest.mark.django_db,

@@ -16,7 +16,7 @@ from memory.services.portable import memory_export, memory_import
 from memory.services.recall import recall_for_query
 from memory.services.reindex import reindex_all
 from memory.services.turns import turn_run
-from tests.memory.recall.test_exocortex_policy import BREAD, LISBON
+from tests.policies.exocortex.test_ranking import BREAD, LISBON
 
 TURN_SECTION = "Things said earlier (mid-term)"
 

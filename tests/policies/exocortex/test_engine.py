@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from memory.engine.exocortex import (
+from memory.policies.exocortex.engine.decay import (
     CORE,
     REACTION,
     RECOLLECTION,

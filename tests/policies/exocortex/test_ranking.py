@@ -14,11 +14,11 @@ from django.utils import timezone
 
 from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, MemoryNode, Recollection, Tier, UserMemoryState
+from memory.policies.exocortex.services import decay_settings_update
 from memory.recall.relevance import turn_relevance
 from memory.services.common import MemoryInputError
 from memory.services.deletion import memory_delete
 from memory.services.editing import memory_repress
-from memory.services.exocortex import decay_settings_update
 from memory.services.pages import page_start
 from memory.services.recall import recall_for_query
 from memory.services.turns import page_complete
@@ -35,7 +35,7 @@ def say(user, text: str, response: str = "Noted.", *, at=None) -> DialoguePage:
 
 
 def hand_recency(age: float, *, oldest: float, short: float, floor_lt: float) -> float:
-    """The curve of memory/engine/exocortex.py's docstring, written out again (Δ = 0.1, k = 100)."""
+    """The curve of memory/policies/exocortex/engine/decay.py's docstring, written out again (Δ = 0.1, k = 100)."""
     band_floor, bend = 0.1, 100.0
     theta_st = floor_lt + band_floor + (1 - floor_lt - band_floor) / (1 + math.log(1 + oldest / short))
     if age <= short:
@@ -138,7 +138,7 @@ def cat_case(make_user, memory_env):
 
 @pytest.mark.slow
 def test_without_decay_the_weights_lose_exactly_the_recency_term(cat_case, monkeypatch):
-    from memory.recall import exocortex as policy_module
+    from memory.policies.exocortex import ranking as policy_module
 
     weights, expected = cat_case
     with_decay = weights("exocortex")
@@ -160,7 +160,7 @@ def test_without_decay_the_weights_lose_exactly_the_recency_term(cat_case, monke
 
 @pytest.mark.slow
 def test_without_decay_generative_agents_rank_by_relevance_alone(cat_case, monkeypatch):
-    from memory.recall import exocortex as policy_module
+    from memory.policies.exocortex import ranking as policy_module
 
     weights, expected = cat_case
     monkeypatch.setattr(policy_module, "DECAY", False)

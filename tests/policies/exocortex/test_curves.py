@@ -10,10 +10,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from memory.engine import exocortex as exo
 from memory.models import DialoguePage
-from memory.selectors.decay import exocortex_curves
-from memory.services.exocortex import decay_settings_update
+from memory.policies.exocortex.engine import decay as exo
+from memory.policies.exocortex.selectors import exocortex_curves
+from memory.policies.exocortex.services import decay_settings_update
 from memory.services.pages import page_start
 from tests.memory.inspector.test_charts import values
 
@@ -36,7 +36,7 @@ def test_the_figure_shows_the_users_own_curves_over_their_memorys_age(make_user)
     assert view.oldest_seconds == pytest.approx(30 * DAY)
     expected = exo.intersection_age(oldest_age_seconds=30 * DAY, settings=exo.DecaySettings())
     assert view.crossing_seconds == pytest.approx(expected)
-    assert 0.4 * 25 * 60 < expected < 0.5 * 25 * 60  # 0.45 · S at 30 days (memory/engine/exocortex.py)
+    assert 0.4 * 25 * 60 < expected < 0.5 * 25 * 60  # 0.45 · S at 30 days (memory/policies/exocortex/engine/decay.py)
     traces = traces_by_name(view.figure)
     recency, nostalgia = traces["recency · yours"], traces["nostalgia · yours"]
     sums = [r + n for r, n in zip(recency["y"], nostalgia["y"], strict=True)]

@@ -7,10 +7,10 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from memory.engine import exocortex as exo
 from memory.inspector import charts
 from memory.models import DialoguePage, UserMemoryState
-from memory.recall.exocortex import decay_settings_of
+from memory.policies.exocortex.engine import decay as exo
+from memory.policies.exocortex.ranking import decay_settings_of
 
 
 def decay_settings_initial(*, user) -> dict[str, float]:

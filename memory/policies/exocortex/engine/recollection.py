@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .clusters import (
+from memory.engine.clusters import (
     HDBSCAN_ONLY,
     NOISE,
     NONE,
@@ -62,7 +62,7 @@ from .clusters import (
     refine_cohesion,
     unit_rows,
 )
-from .offline import summarize
+from memory.engine.offline import summarize
 
 __all__ = ["HDBSCAN_ONLY", "NONE", "SINGLE", "UMAP_HDBSCAN", "Candidate", "Cluster", "ClusterPlan", "Recollection",
            "RecollectionEdge", "RecollectionParams", "cluster_recollections", "gather_candidates",

@@ -10,8 +10,8 @@ import random
 import pytest
 from django.core.management import CommandError, call_command
 
-from memory.benchmarks.memoria import build_nodes
 from memory.engine.ipld import node_cid
+from memory.policies.memoria.bench import build_nodes
 
 
 def test_bench_memoria_reports_each_part():

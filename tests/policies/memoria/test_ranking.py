@@ -256,7 +256,7 @@ def _with_llm(settings, server):
 def test_the_llm_rates_every_recalled_memory_in_one_call(make_user, memory_env, openai_server):
     import json
 
-    from memory.services.memoria import memoria_after_reply
+    from memory.policies.memoria.services import memoria_after_reply
 
     tune(memory_env, MAINTENANCE_MODE="off")
     user = make_user()
@@ -279,8 +279,8 @@ def test_the_llm_rates_every_recalled_memory_in_one_call(make_user, memory_env, 
 
 
 def test_a_bad_rating_answer_falls_back_to_overlap_and_says_so(make_user, memory_env, openai_server):
-    from memory.engine.memoria_rating import overlap_rating
-    from memory.services.memoria import memoria_after_reply
+    from memory.policies.memoria.engine.rating import overlap_rating
+    from memory.policies.memoria.services import memoria_after_reply
 
     tune(memory_env, MAINTENANCE_MODE="off")
     user = make_user()

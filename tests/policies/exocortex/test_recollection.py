@@ -12,8 +12,15 @@ import numpy as np
 import pytest
 
 from memory.adapters.embeddings import build_embedder
-from memory.engine.exocortex import CORE, DecaySettings, exocortex_weight, recencies, relevance_from_cosine
-from memory.engine.recollection import (
+from memory.formats.locomo import conversation_pages, load_conversations
+from memory.policies.exocortex.engine.decay import (
+    CORE,
+    DecaySettings,
+    exocortex_weight,
+    recencies,
+    relevance_from_cosine,
+)
+from memory.policies.exocortex.engine.recollection import (
     HDBSCAN_ONLY,
     NONE,
     SINGLE,
@@ -25,7 +32,6 @@ from memory.engine.recollection import (
     gather_candidates,
     summarize_recollection,
 )
-from memory.formats.locomo import conversation_pages, load_conversations
 from tests.data import DEMO, REPOSITORY
 
 PROMPT = "When does Maya's evening class in European Portuguese meet?"

@@ -1,20 +1,20 @@
 """The Exocortex policy (seed 002, issue 20): memories by nostalgia-weighted relevance.
 
 Each candidate's weight is ((relevance · nostalgia) + recency) · type_weight, nostalgia = 1 − recency
-(memory/engine/exocortex.py says why). Relevance comes from the shared relevance core
+(memory/policies/exocortex/engine/decay.py says why). Relevance comes from the shared relevance core
 (memory/recall/relevance.py): the candidates are the utterances it ranks best, each with its score
 scaled onto [0, 1] among them (min-max), so the formula weighs the project's best notion of what
 matches rather than a bare cosine. Recency is the user's own decay curve (their two settings,
 normalised to the age of their oldest page); the type weight is the memory kind's (an utterance is
 a "core" memory, a recollection gets the slight boost). The Generative Agents product over the
-same candidates is memory/recall/generative_agents.py; both share everything here but the
-formula, so a benchmark compares the formulas alone.
+same candidates is the second policy here (GenerativeAgentsPolicy, below); both share everything
+but the formula, so a benchmark compares the formulas alone.
 
 Recollections are candidates too, as relevant as their most relevant member page on the same
 scale. The index has no repressed point, and rows are checked again: a repressed page, a page of a
 repressed segment, and a recollection with a repressed or deleted member are never recalled (a
 recollection quotes its members). Recollections are made after the reply, by maintenance
-(memory/services/exocortex.py): clustering costs 90–500 ms warm (scripts/bench_recollection.py),
+(memory/policies/exocortex/services.py): clustering costs 90–500 ms warm (scripts/bench_recollection.py),
 beyond a recall's budget, so a turn's recollections are recalled from the next turn on.
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 from django.conf import settings
 
 from memory.adapters import configured
-from memory.engine import exocortex as exo
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Recollection, Segment, UserMemoryState
+from memory.policies.exocortex.engine import decay as exo
 from memory.recall import rows
 from memory.recall.base import ItemExplanation, Ranking, RecallContext, RecallPolicy, owned, register_policy
 from memory.recall.relevance import TurnRelevance, keyword_turns, min_max, turn_items, turn_relevance
@@ -229,3 +229,17 @@ class ExocortexPolicy(WeightedPolicy):
     title = ("The Exocortex: pages and recollections by ((relevance · nostalgia) + recency) · type weight, "
              "on the user's decay curve")
     weigh = staticmethod(exo.exocortex_weight)
+
+
+@register_policy
+class GenerativeAgentsPolicy(WeightedPolicy):
+    """Generative Agents (Park et al. 2023) as seed 002 states it: relevance · recency · type weight over
+    the Exocortex's candidates, with the same relevance and the same recency (the user's decay curve:
+    the paper's 0.995-per-hour decay since last access would change the curve too, and then the
+    comparison would not say which change mattered). A low recency drags a high relevance down here,
+    which is what the Exocortex's nostalgia term was made to prevent."""
+
+    name = exo.GENERATIVE_AGENTS
+    title = "Generative Agents: pages and recollections by relevance · recency · type weight (the product)"
+    weigh = staticmethod(exo.generative_agents_weight)
+    neutral_recency = 1.0  # a product: recency 1 leaves relevance · type weight

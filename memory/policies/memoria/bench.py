@@ -30,9 +30,9 @@ from django.core.management.base import CommandError
 from memory.benchmarks import common
 from memory.engine.content_ids import legacy_content_id
 from memory.engine.ipld import MemoryNode, block_cid, node_build, node_cid, node_encode, node_verify
-from memory.engine.memoria import Candidate, MemoriaParams, memoria_rank, memoria_recall
-from memory.engine.memoria_expansion import graph_reader
 from memory.formats.car import car_decode, car_encode
+from memory.policies.memoria.engine.expansion import graph_reader
+from memory.policies.memoria.engine.scoring import Candidate, MemoriaParams, memoria_rank, memoria_recall
 
 START = 1_683_554_160.0  # 2023-05-08 13:56 UTC
 

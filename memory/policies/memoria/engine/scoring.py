@@ -26,7 +26,7 @@ Importance is an EWMA of the 1-10 ratings a memory gets after the replies it was
 new = (1 - alpha)·old + alpha·rating. alpha = 0.3 by default: the last three ratings carry two thirds
 of the weight, so a memory that stops helping loses its importance within a few replies.
 
-The top_k memories by score are the seeds of the budgeted expansion (memoria_expansion). A seed's
+The top_k memories by score are the seeds of the budgeted expansion (engine/expansion.py). A seed's
 budget is seed_budget · score / (highest score possible): the share of a perfect match it is, so a
 budget means the same whatever the weights. Ties in the ranking go to the newer memory, then the CID.
 """
@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.engine.memoria_expansion import Expansion, Reader, budget_expand
 from memory.engine.similarity import cosine
+from memory.policies.memoria.engine.expansion import Expansion, Reader, budget_expand
 
 GA_DECAY_PER_HOUR = 0.995  # Generative Agents' recency decay
 GA_HALF_LIFE_S = 3600.0 * math.log(2) / -math.log(GA_DECAY_PER_HOUR)
@@ -233,7 +233,7 @@ def memoria_recall(*, candidates: Sequence[Candidate], now: float, params: Memor
                    read: Reader) -> MemoriaRecall:
     """Rank the candidates, take the top_k as seeds and expand them along their dependencies.
 
-    `read` gives the dependencies and timestamps of memories by CID (memoria_expansion.Reader); the
+    `read` gives the dependencies and timestamps of memories by CID (expansion.Reader); the
     caller leaves out whatever this recall may not use (repressed memories, other users')."""
     ranked = memoria_rank(candidates=candidates, now=now, params=params)
     seeds = tuple(ranked[: params.top_k])

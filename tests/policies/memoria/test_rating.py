@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.engine.memoria_rating import overlap_rating, rating_request, validate_ratings
+from memory.policies.memoria.engine.rating import overlap_rating, rating_request, validate_ratings
 
 
 def test_overlap_rating_by_hand():

@@ -1,5 +1,5 @@
 """Memoria's recall policy ("memoria"): a weighted sum of five terms, then budgeted expansion along
-the memory graph, shown dependencies first (memory/engine/memoria.py, memoria_expansion.py).
+the memory graph, shown dependencies first (memory/policies/memoria/engine/scoring.py, expansion.py).
 
 Candidates are dialogue pages found by the vector index (the query's nearest page points) and by
 the full-text index (memory/adapters/fulltext.py: FTS5 on SQLite, PostgreSQL's full-text search),
@@ -14,8 +14,6 @@ trait evidence. The engine's ids are the nodes' primary keys as strings.
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,10 +22,7 @@ from django.conf import settings
 
 from memory.adapters import configured
 from memory.adapters.fulltext import fulltext_index
-from memory.config import memoria_params
 from memory.engine.ipld import Dependency
-from memory.engine.memoria import Candidate, MemoriaParams, memoria_recall, sona_similarity
-from memory.engine.memoria_expansion import GraphNode
 from memory.engine.types import RecalledItem
 from memory.models import (
     DialoguePage,
@@ -40,6 +35,9 @@ from memory.models import (
     Tier,
     bytes_to_vector,
 )
+from memory.policies.memoria.engine.expansion import GraphNode
+from memory.policies.memoria.engine.scoring import Candidate, MemoriaParams, memoria_recall, sona_similarity
+from memory.policies.memoria.settings import memoria_params
 from memory.recall import rows
 from memory.recall.base import (
     PAGE_FIELDS,
@@ -51,6 +49,7 @@ from memory.recall.base import (
     register_policy,
 )
 from memory.recall.relevance import keyword_turns, turn_relevance
+from memory.recall.sona_names import name_vector
 from persona.models import AgentTrait, KnowledgeFact
 
 # What ranking reads of a candidate page; the text is read for the pages recalled.
@@ -100,7 +99,7 @@ class MemoriaPolicy(RecallPolicy):
         "budget": "What the memory got of a recalled memory's budget: its share of a perfect match, passed "
                   "along dependencies (budget × pass-on × edge weight).",
     }
-    trace_template = "inspector/_memoria_expansion.html"
+    trace_template = "memoria/trace_expansion.html"  # in this package's templates/
 
     def search_early(self, context: RecallContext) -> tuple[dict[str, float], dict[str, float]]:
         """Memoria's own full-text search over pages, and the relevance core's keyword list."""
@@ -190,29 +189,6 @@ def sona_vector(sona: Sona) -> tuple[float, ...]:
     embedding failed) its name embedded now, once per name and embedder in this process."""
     stored = bytes_to_vector(sona.name_embedding)
     return stored or name_vector(configured.embedder(), sona.name)
-
-
-# Sona names embedded in this process, per embedder (dropped with it): without a stored embedding
-# every Memoria recall embedded the sona's name again, a forward pass as long as the query's; and
-# every new user's first sona has the same name (services.memoria.sona_name_vector reads it here).
-_NAME_VECTORS: weakref.WeakKeyDictionary[Any, dict[str, tuple[float, ...]]] = weakref.WeakKeyDictionary()
-_NAME_VECTORS_LOCK = threading.Lock()
-_NAME_VECTORS_SIZE = 256  # names per embedder kept (a user has a few sonas)
-
-
-def name_vector(embedder, name: str) -> tuple[float, ...]:
-    """The name embedded by `embedder`, once per name and embedder in this process; an embedder's
-    error goes to the caller, and nothing is kept of it."""
-    with _NAME_VECTORS_LOCK:
-        known = _NAME_VECTORS.setdefault(embedder, {})
-        if name in known:
-            return known[name]
-    vector = tuple(embedder.embed([name])[0])
-    with _NAME_VECTORS_LOCK:
-        if len(known) >= _NAME_VECTORS_SIZE:
-            known.clear()
-        known[name] = vector
-    return vector
 
 
 def _sona_terms(context: RecallContext, nodes: Iterable[MemoryNode], pages: Mapping[str, DialoguePage]

@@ -4,7 +4,7 @@ Recollections run as maintenance after the reply (memory/services/maintenance.py
 clustering costs 90–500 ms warm at the pool sizes the seed uses (scripts/bench_recollection.py),
 and UMAP compiles its kernels for tens of seconds on the first call in a process. A turn's
 recollections are therefore recalled from the next turn on, by the exocortex policy
-(memory/recall/exocortex.py), like any memory. By default only turns answered by a policy that
+(memory/policies/exocortex/ranking.py), like any memory. By default only turns answered by a policy that
 makes recollections (RecallPolicy.makes_recollections: the Exocortex and Generative Agents) are
 recollected (MEMORYOS_EXOCORTEX_RECOLLECTIONS: "policy"), "always"
 recollects every turn, "off" none. Summaries are the offline engine's (dated extracts), or the
@@ -23,16 +23,6 @@ from django.conf import settings
 from django.db import transaction
 
 from memory.adapters import configured
-from memory.engine import exocortex as exo
-from memory.engine.ports import VectorPoint
-from memory.engine.recollection import (
-    Candidate,
-    Cluster,
-    RecollectionParams,
-    cluster_recollections,
-    summarize_recollection,
-)
-from memory.engine.recollection import Recollection as RecollectionDraft
 from memory.models import (
     DialoguePage,
     LifecycleEvent,
@@ -45,12 +35,22 @@ from memory.models import (
     bytes_to_vector,
     vector_to_bytes,
 )
+from memory.policies.exocortex.engine import decay as exo
+from memory.policies.exocortex.engine.recollection import (
+    Candidate,
+    Cluster,
+    RecollectionParams,
+    cluster_recollections,
+    summarize_recollection,
+)
+from memory.policies.exocortex.engine.recollection import Recollection as RecollectionDraft
+from memory.policies.exocortex.ranking import decay_settings_of, oldest_page_time, type_weights
 from memory.recall.base import policies
-from memory.recall.exocortex import RECOLLECTION_KIND, decay_settings_of, oldest_page_time, type_weights
 from memory.services import graph
 from memory.services.common import MemoryInputError, embed_or_none, lock_user_state
 from memory.services.events import event_record
 from memory.services.model_tasks import summarise_recollection
+from memory.services.recollections import recollection_point
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +85,6 @@ def decay_settings_update(*, user, short_term_minutes: float, long_term_threshol
 def recollecting_policies() -> tuple[str, ...]:
     """The policies whose turns are recollected (RecallPolicy.makes_recollections)."""
     return tuple(policy.name for policy in policies() if policy.makes_recollections)
-
-
-def recollection_point(row: Recollection, embedding: Sequence[float]) -> VectorPoint:
-    return VectorPoint(id=str(row.id), vector=list(embedding), text=row.text,
-                       payload={"user_id": str(row.user_id), "kind": RECOLLECTION_KIND,
-                                "timestamp": row.created_at.timestamp()})
 
 
 def _due_page(user_id: int) -> DialoguePage | None:

@@ -1,10 +1,10 @@
-"""Memoria's writes: sona membership and sona names, the full-text index of pages, and what happens
-after a reply the Memoria policy recalled for (the work it asks for: memory/services/after_reply.py):
-every recalled memory is rated 1-10 for how much it helped (the LLM in one call when configured,
-else word overlap: memory/engine/memoria_rating.py), its importance (beside its graph node, never
-shown to the model) moves by EWMA, and a memory of another sona that entered the prompt and helped
-(rating at least MEMORIA_USED_RATING) joins the current sona ("bubbling up"), recorded as a
-lifecycle event.
+"""Memoria's writes: sona memberships (a stored page's, by the page hook in hooks.py), and what
+happens after a reply the Memoria policy recalled for (the work it asks for, registered in hooks.py
+and run off the reply path by memory/runtime/after_reply.py): every recalled memory is rated 1-10 for how much
+it helped (the LLM in one call when configured, else word overlap: engine/rating.py), its
+importance (beside its graph node, never shown to the model) moves by EWMA, and a memory of
+another sona that entered the prompt and helped (rating at least MEMORIA_USED_RATING) joins the
+current sona ("bubbling up"), recorded as a lifecycle event.
 """
 
 from __future__ import annotations
@@ -16,11 +16,7 @@ from django.conf import settings
 from django.db import transaction
 
 from memory.adapters import configured
-from memory.adapters.fulltext import fulltext_index
 from memory.adapters.llm import complete_json
-from memory.config import memoria_params
-from memory.engine.memoria import importance_update
-from memory.engine.memoria_rating import RATING_PROMPT, overlap_rating, rating_request, validate_ratings
 from memory.engine.ports import ChatMessage, ModelError
 from memory.models import (
     DialoguePage,
@@ -29,57 +25,18 @@ from memory.models import (
     RetrievalTrace,
     Sona,
     SonaMembership,
-    vector_to_bytes,
 )
-from memory.recall.memoria import memories_of, name_vector, trace_entries
+from memory.policies.memoria.engine.rating import RATING_PROMPT, overlap_rating, rating_request, validate_ratings
+from memory.policies.memoria.engine.scoring import importance_update
+from memory.policies.memoria.ranking import memories_of, trace_entries
+from memory.policies.memoria.settings import memoria_params
 from memory.services.common import lock_user_state
 from memory.services.events import event_record
 
 log = logging.getLogger(__name__)
 
 
-# ------------------------------------------------------------------ the full-text index
-
-def fulltext_page_put(*, page: DialoguePage, text: str, new: bool = False) -> None:
-    """Index a page's words (inside the caller's transaction: the index is in the same database).
-    `new`: the page was never indexed (its reply is being stored), so there is nothing to replace:
-    on SQLite, replacing reads the whole index (FTS5 finds no UNINDEXED id any faster), a read
-    that grew with every page of every user."""
-    docs = [(str(page.id), text)]
-    if new:
-        fulltext_index().insert(user_id=page.user_id, docs=docs)
-    else:
-        fulltext_index().upsert(user_id=page.user_id, docs=docs)
-
-
-def fulltext_pages_delete(*, page_ids) -> None:
-    fulltext_index().delete(doc_ids=[str(page_id) for page_id in page_ids])
-
-
-def fulltext_user_delete(*, user_id: int) -> None:
-    fulltext_index().delete_user(user_id=user_id)
-
-
 # ------------------------------------------------------------------ sonas
-
-def sona_name_vector(name: str) -> bytes:
-    """The embedding of a sona's name (float32 bytes) for its row, from the names this process has
-    embedded already (recall.memoria.name_vector: every user's first sona has the same name); b""
-    when the embedder fails: recall then embeds the name itself."""
-    try:
-        return vector_to_bytes(name_vector(configured.embedder(), name))
-    except Exception as exc:  # as embed_or_none: the sona is made all the same
-        log.warning("event=embed_failed error=%r", exc)
-        return b""
-
-
-def sona_name_embed(*, sona: Sona) -> Sona:
-    """Store the embedding of the sona's name (left empty when the embedder fails: recall then
-    embeds the name itself)."""
-    sona.name_embedding = sona_name_vector(sona.name)
-    sona.save(update_fields=["name_embedding"])
-    return sona
-
 
 def sona_membership_add(*, user_id: int, sona: Sona, node: MemoryNode,
                         via: str = SonaMembership.Via.ORIGIN) -> bool:

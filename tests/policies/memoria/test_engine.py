@@ -9,7 +9,15 @@ import math
 import pytest
 
 from memory.engine.ipld import Dependency, node_build, node_cid
-from memory.engine.memoria import (
+from memory.policies.memoria.engine.expansion import (
+    CycleError,
+    GraphNode,
+    Pull,
+    budget_expand,
+    graph_reader,
+    topological_order,
+)
+from memory.policies.memoria.engine.scoring import (
     GA_HALF_LIFE_S,
     Candidate,
     MemoriaParams,
@@ -20,14 +28,6 @@ from memory.engine.memoria import (
     memoria_recall,
     recency_term,
     sona_similarity,
-)
-from memory.engine.memoria_expansion import (
-    CycleError,
-    GraphNode,
-    Pull,
-    budget_expand,
-    graph_reader,
-    topological_order,
 )
 
 NOW = 1_700_000_000.0
