@@ -40,6 +40,16 @@ CONTRACTS: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (SERVICES, EDGES, "services are called by the edges, never the other way"),
     (EDGES, MODELS, "edges read through selectors and write through services"),
 )
+# Recall reaches the adapters in one module, which builds the relevance core's candidate source and
+# the recall's other adapter reads (the query's embedding, the nearest facts); the rest of recall
+# ranks what it is given, so it can run on plain data.
+ADAPTER_LOCATOR = "memory.adapters.configured"
+RECALL_ADAPTER_MODULE = "memory.recall.candidates"
+# (module): why it still imports the locator itself.
+RECALL_ADAPTER_EXCEPTIONS = {
+    "memory.recall.memoria": "Memoria's sona vector and its own searches; it moves to memory/policies/memoria/",
+    "memory.recall.exocortex": "the recollections' search; it moves to memory/policies/exocortex/",
+}
 # Code that may import the benchmarks: the benchmarks and the command that runs them.
 BENCHMARK_USERS = ("memory.benchmarks", "memory.management.commands.bench")
 
@@ -170,6 +180,17 @@ def violations(root: Path, packages=PACKAGES, contracts=CONTRACTS) -> list[str]:
     return found
 
 
+def recall_adapter_imports(root: Path, packages=PACKAGES, exceptions=RECALL_ADAPTER_EXCEPTIONS) -> list[str]:
+    """Every import of the adapter locator in memory.recall outside its one adapter module (the
+    exceptions aside)."""
+    modules = module_files(root, packages)
+    return [f"{module}:{imp.line} imports {ADAPTER_LOCATOR}: recall reaches the adapters through "
+            f"{RECALL_ADAPTER_MODULE} alone"
+            for module, path in modules.items()
+            if _within(module, ("memory.recall",)) and module != RECALL_ADAPTER_MODULE and module not in exceptions
+            for imp in imports_of(module, path, modules) if _within(imp.target, (ADAPTER_LOCATOR,))]
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One cycle (as a path back to its start) per strongly connected component that has one."""
     index: dict[str, int] = {}
@@ -246,6 +267,13 @@ def test_only_the_recall_package_names_a_policy() -> None:
     assert policy_name_literals(ROOT) == []
     modules = module_files(ROOT)
     assert all(module in modules for module, _ in POLICY_NAME_EXCEPTIONS)  # no exception outlives its reason
+
+
+def test_recall_reaches_the_adapters_in_one_module() -> None:
+    assert recall_adapter_imports(ROOT) == []
+    modules = module_files(ROOT)
+    assert RECALL_ADAPTER_MODULE in modules
+    assert all(module in modules for module in RECALL_ADAPTER_EXCEPTIONS)  # no exception outlives its module
 
 
 def test_who_may_see_whom_is_decided_in_one_module() -> None:
@@ -340,3 +368,25 @@ def test_a_policy_name_spelled_outside_recall_is_found(tmp_path) -> None:
         "memory.services.turns:2 spells the policy name 'memoria'",
         "templates/trace.html:1 spells the policy name 'exocortex'",
     ]
+
+
+def test_recall_reaching_the_adapters_outside_its_one_module_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/adapters/__init__.py": "",
+        "memory/adapters/configured.py": "",
+        "memory/recall/__init__.py": "",
+        "memory/recall/candidates.py": "from memory.adapters import configured\n",
+        "memory/recall/hybrid.py": "def f():\n    from memory.adapters.configured import vector_index\n",
+        "memory/recall/memoria.py": "import memory.adapters.configured\n",
+        "memory/recall/rows.py": "from memory.adapters import vectors\n",
+        "memory/services/turns.py": "from memory.adapters import configured\n",
+    })
+    assert recall_adapter_imports(root, packages=("memory",), exceptions={}) == [
+        "memory.recall.hybrid:2 imports memory.adapters.configured: recall reaches the adapters through "
+        "memory.recall.candidates alone",
+        "memory.recall.memoria:1 imports memory.adapters.configured: recall reaches the adapters through "
+        "memory.recall.candidates alone"]
+    assert recall_adapter_imports(root, packages=("memory",), exceptions={"memory.recall.memoria": "moving"}) == [
+        "memory.recall.hybrid:2 imports memory.adapters.configured: recall reaches the adapters through "
+        "memory.recall.candidates alone"]

@@ -205,7 +205,9 @@ def test_turn_pairs_read_whether_a_turn_asks_from_its_point_not_its_page(questio
     them has its page read: the lift is the same either way."""
     from dataclasses import replace
 
-    from memory.recall import relevance, rows
+    from memory.engine.relevance import lift_answers
+    from memory.recall import rows
+    from memory.recall.candidates import IndexCandidates
 
     query = "What are the names of Melanie's dogs?"
     vector = configured.embedder().embed([query])[0]
@@ -226,7 +228,7 @@ def test_turn_pairs_read_whether_a_turn_asks_from_its_point_not_its_page(questio
 
     def lifted(on) -> np.ndarray:
         again = replace(found, final=found.final - found.answer, answer=None)
-        relevance._lift_answers(on, question_and_answer, again)
+        lift_answers(IndexCandidates(question_and_answer, BOTH, index=on), again)
         return again.answer
 
     assert lifted(index).tolist() == found.answer.tolist() and reads == []
