@@ -85,6 +85,16 @@ MODEL_PACKAGES = "memory.policies.*"
 MODEL_CORE = ("memory.policies", "memory.policies.registry")  # the registry: not a model
 # (importer, model package): why it still imports the model directly. Each is a hook to make.
 MODEL_IMPORT_EXCEPTIONS: dict[tuple[str, str], str] = {}
+# Recall reaches the adapters in one module, which builds the relevance core's candidate source and
+# the recall's other adapter reads (the query's embedding, the nearest facts); the rest of recall
+# ranks what it is given, so it can run on plain data.
+ADAPTER_LOCATOR = "memory.adapters.configured"
+RECALL_ADAPTER_MODULE = "memory.recall.candidates"
+# (module): why it still imports the locator itself.
+RECALL_ADAPTER_EXCEPTIONS = {
+    "memory.policies.memoria.ranking": "Memoria's sona vector and its own searches (its full text, the graph)",
+    "memory.policies.exocortex.ranking": "the recollections' search, a kind of point only the Exocortex reads",
+}
 
 # The recall policies' names. Only the recall package and the engine spell them; everything else asks
 # the policy (memory/recall/base.py: get_policy, policies, RecallPolicy's declarations), so that a new
@@ -270,6 +280,17 @@ def services_reading(root: Path, packages=PACKAGES, exceptions=SERVICE_READS) ->
     return found
 
 
+def recall_adapter_imports(root: Path, packages=PACKAGES, exceptions=RECALL_ADAPTER_EXCEPTIONS) -> list[str]:
+    """Every import of the adapter locator in memory.recall outside its one adapter module (the
+    exceptions aside)."""
+    modules = module_files(root, packages)
+    return [f"{module}:{imp.line} imports {ADAPTER_LOCATOR}: recall reaches the adapters through "
+            f"{RECALL_ADAPTER_MODULE} alone"
+            for module, path in modules.items()
+            if _within(module, RECALL) and module != RECALL_ADAPTER_MODULE and module not in exceptions
+            for imp in imports_of(module, path, modules) if _within(imp.target, (ADAPTER_LOCATOR,))]
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One cycle (as a path back to its start) per strongly connected component that has one."""
     index: dict[str, int] = {}
@@ -367,6 +388,13 @@ def test_a_memory_model_is_reached_only_through_the_registry() -> None:
         assert model in modules and importer in modules, (importer, model)
         assert any(_matched(imp.target, MODEL_PACKAGES) == model
                    for imp in imports_of(importer, modules[importer], modules)), (importer, model)
+
+
+def test_recall_reaches_the_adapters_in_one_module() -> None:
+    assert recall_adapter_imports(ROOT) == []
+    modules = module_files(ROOT)
+    assert RECALL_ADAPTER_MODULE in modules
+    assert all(module in modules for module in RECALL_ADAPTER_EXCEPTIONS)  # no exception outlives its module
 
 
 def test_who_may_see_whom_is_decided_in_one_module() -> None:
@@ -550,3 +578,25 @@ def test_a_memory_model_s_layers_and_its_package_s_walls_are_kept(tmp_path) -> N
     excused = violations(root, packages=("memory",),
                          model_exceptions={("memory.services.pages", "memory.policies.memoria"): "a reason"})
     assert not any(v.startswith("memory.services.pages") for v in excused)
+
+
+def test_recall_reaching_the_adapters_outside_its_one_module_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/adapters/__init__.py": "",
+        "memory/adapters/configured.py": "",
+        "memory/recall/__init__.py": "",
+        "memory/recall/candidates.py": "from memory.adapters import configured\n",
+        "memory/recall/hybrid.py": "def f():\n    from memory.adapters.configured import vector_index\n",
+        "memory/recall/memoria.py": "import memory.adapters.configured\n",
+        "memory/recall/rows.py": "from memory.adapters import vectors\n",
+        "memory/services/turns.py": "from memory.adapters import configured\n",
+    })
+    assert recall_adapter_imports(root, packages=("memory",), exceptions={}) == [
+        "memory.recall.hybrid:2 imports memory.adapters.configured: recall reaches the adapters through "
+        "memory.recall.candidates alone",
+        "memory.recall.memoria:1 imports memory.adapters.configured: recall reaches the adapters through "
+        "memory.recall.candidates alone"]
+    assert recall_adapter_imports(root, packages=("memory",), exceptions={"memory.recall.memoria": "moving"}) == [
+        "memory.recall.hybrid:2 imports memory.adapters.configured: recall reaches the adapters through "
+        "memory.recall.candidates alone"]

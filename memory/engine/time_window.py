@@ -1,7 +1,7 @@
 """The period a question asks about, read from its words, as an interval of Unix seconds.
 
 "What did I do in May 2023?", "on 16 March 2022", "in 2022", "last week", "three days ago", "in
-June": a recall prefers memories from that period (memory/recall/relevance.py). Dates name their
+June": a recall prefers memories from that period (memory/engine/relevance.py). Dates name their
 own period; relative expressions count back from `now`, the moment the question is asked; a month
 without a year is that month in any year the memories hold. "Before the wedding" and "after the
 road trip" name an Anchor: the recall finds the event in the memory itself and takes the two

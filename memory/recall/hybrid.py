@@ -1,10 +1,10 @@
 """The hybrid policy (the default): the relevance core's utterances, ranked directly.
 
 Every utterance is indexed on its own (memory/services/utterances.py). The shared relevance core
-(memory/recall/relevance.py) scores them: dense + BM25 fusion, pseudo-relevance feedback, a second
-hop, smoothing along the conversation, the speaker and time boosts. This policy takes its best
-turns as they are; the segments of the top utterances count as visited, so heat and promotion
-work as in the paper.
+(memory/engine/relevance.py, run over the user's turns by memory/recall/relevance.py) scores
+them: dense + BM25 fusion, pseudo-relevance feedback, a second hop, smoothing along the
+conversation, the speaker and time boosts. This policy takes its best turns as they are; the
+segments of the top utterances count as visited, so heat and promotion work as in the paper.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.adapters import configured
 from memory.engine.supersession import superseded_text
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.engine.types import RecalledItem
 from memory.recall import rows
+from memory.recall.candidates import nearest
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 # A superseded fact still answers questions about the past, but ranks after every current one and
@@ -18,10 +18,7 @@ SUPERSEDED_WEIGHT = 0.5
 
 
 def _vector_items(user, query_vector: Sequence[float], *, kind: str, model, limit: int) -> list[RecalledItem]:
-    # Ids and scores only: the rows come from the database, and Edge's payload read cost more
-    # than the search (about 50 µs a point).
-    hits = configured.vector_index().search(user_id=str(user.pk), vector=query_vector, limit=limit, kind=kind,
-                                            fields=())
+    hits = nearest(user, query_vector, kind=kind, limit=limit)
     found = {key: row for key, row in rows.by_pk(model, [h.id for h in hits],
                                                   ("user", "text", "timestamp", "source_ids", "source_page_ids",
                                                    "repressed", "valid_until", "superseded_by")).items()

@@ -19,13 +19,13 @@ from datetime import datetime
 import numpy as np
 from django.utils import timezone
 
-from memory.adapters import configured
 from memory.config import memory_params
 from memory.engine import offline
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, PageStatus, Tier
 from memory.recall import long_term, rows
 from memory.recall.base import PAGE_FIELDS, Ranking, RecallContext, RecallPolicy, default_policy_name, get_policy
+from memory.recall.candidates import embed_query
 
 # The parts of a recall, in the order they run, as Recall.timings_ms and the trace name them;
 # the policy's early part comes after PROFILE_PART, its rank part after SIMILAR_PART (ranking
@@ -50,7 +50,7 @@ def embed_in_background(query: str) -> Future[tuple[list[float], float]]:
     an embedder's error is raised by result()."""
     def embed() -> tuple[list[float], float]:
         started = time.perf_counter()
-        vector = configured.embedder().embed([query])[0]
+        vector = embed_query(query)
         return vector, round((time.perf_counter() - started) * 1000, 3)
 
     return _embedding_threads().submit(embed)

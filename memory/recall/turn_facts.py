@@ -1,7 +1,8 @@
 """The fixed payload of utterance ("turn") points, kept in memory per process.
 
 The hybrid policy (memory/recall/hybrid.py) reads candidates' ids and scores only; what ranking
-needs besides (page seq, position, speaker) comes from here. Indexing (memory/services/
+needs besides (page seq, position, speaker: memory.engine.candidates.TurnFact) comes from here
+(through memory/recall/candidates.py). Indexing (memory/services/
 utterances.py) puts in the facts of the points it writes.
 """
 
@@ -9,37 +10,18 @@ from __future__ import annotations
 
 import functools
 import itertools
-import sys
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any, NamedTuple
 
 from django.conf import settings
 
+from memory.engine.candidates import TurnFact
+
+__all__ = ["FIXED_FIELDS", "TurnFact", "TurnFacts", "turn_facts"]
+
 # A turn point's id is derived from (page, position), so these payload fields never change for it.
 FIXED_FIELDS = ("seq", "pos", "speaker", "timestamp")
-
-
-class TurnFact(NamedTuple):
-    """What ranking needs of a turn point besides its scores. (The page is found by the user and
-    seq; keeping its id too made each entry twice as big.)"""
-
-    seq: int
-    pos: int
-    speaker: str
-    timestamp: float = 0.0  # when the page was said (Unix seconds): time windows, sessions
-
-    @property
-    def day(self) -> int:
-        """The session a turn belongs to, for diversity: the day it was said."""
-        return int(self.timestamp // 86400)
-
-    @classmethod
-    def of(cls, payload: dict[str, Any]) -> TurnFact:
-        # Speaker names repeat on every turn: one shared string each.
-        return cls(int(payload["seq"]), int(payload["pos"]), sys.intern(str(payload.get("speaker", ""))),
-                   float(payload.get("timestamp") or 0.0))
 
 
 class TurnFacts:

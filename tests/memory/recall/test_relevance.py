@@ -1,6 +1,8 @@
-"""The relevance core under every recall policy (memory/recall/relevance.py): scores per page and
-scaled onto [0, 1], the ranking across sessions, and over a real store the time boost for the
-turns said in the question's period and the second hop along the names the first hits share."""
+"""The relevance core under every recall policy over a real store (memory/engine/relevance.py,
+read through memory/recall/candidates.py by memory/recall/relevance.py): the time boost for the
+turns said in the question's period, the second hop along the names the first hits share, turn
+pairs, smoothing by meaning, long-term facts and the feedback query. The same parts by hand on
+plain data, and the scores read back per page, scaled and ranked: tests/engine/test_relevance.py."""
 
 from __future__ import annotations
 
@@ -13,61 +15,6 @@ from memory.adapters import configured
 from memory.engine.hybrid_scoring import PART_NAMES, HybridParams
 from memory.models import Tier
 from memory.recall.relevance import TurnRelevance, keyword_turns, turn_relevance
-from memory.recall.turn_facts import TurnFact
-
-DAY = 86400.0
-
-
-def relevance_of(final: list[float], facts: list[TurnFact], **params) -> TurnRelevance:
-    keys = [f"t{i}" for i in range(len(final))]
-    return TurnRelevance(keys=keys, facts=dict(zip(keys, facts, strict=True)),
-                         parts=np.zeros((len(final), len(PART_NAMES))), final=np.array(final),
-                         dense={}, sparse={}, params=HybridParams(**params))
-
-
-def test_normalised_maps_the_candidates_min_max_onto_zero_to_one():
-    found = relevance_of([], [])
-    assert found.normalised({"a": 2.0, "b": -1.0, "c": 0.5}) == {"a": 1.0, "b": 0.0, "c": 0.5}
-    assert found.normalised({"a": -0.3, "b": -0.3}) == {"a": 1.0, "b": 1.0}  # flat: none is weaker
-    assert found.normalised({"a": -4.0}) == {"a": 1.0}
-    assert found.normalised({}) == {}
-
-
-def test_a_page_is_as_relevant_as_its_best_turn():
-    found = relevance_of([0.5, 2.0, -1.0, -3.0], [TurnFact(1, 0, "Ana"), TurnFact(1, 1, "Ben"),
-                                                  TurnFact(2, 0, "Ana"), TurnFact(2, 1, "Ben")])
-    assert found.page_scores() == {1: 2.0, 2: -1.0}
-
-
-def test_a_page_s_score_leaves_out_what_turn_pairs_lent_its_lines():
-    # the answer (1, 1) rose from 0.5 to 2.5 by its question's lift: its page still scores by the
-    # question's 2.0; page 2's line keeps its own -1.0 (nothing lent)
-    found = relevance_of([2.0, 2.5, -1.0], [TurnFact(1, 0, "Ana"), TurnFact(1, 1, "Ben"), TurnFact(2, 0, "Ana")])
-    found.answer = np.array([0.0, 2.0, 0.0])
-    assert found.page_scores() == {1: 2.0, 2: -1.0}
-    found.answer = None
-    assert found.page_scores() == {1: 2.5, 2: -1.0}
-
-
-def test_ranked_spreads_over_days_only_when_asked_and_penalised():
-    # two turns of one day (3.0, 2.8), one of another (2.5): the second day's turn costs nothing
-    facts = [TurnFact(1, 0, "Ana", 10 * DAY), TurnFact(1, 1, "Ben", 10 * DAY + 60), TurnFact(2, 0, "Ana", 11 * DAY)]
-    spread = relevance_of([3.0, 2.8, 2.5], facts, session_penalty=0.5)
-    assert spread.ranked(3) == [0, 2, 1]
-    assert spread.ranked(3, diverse=False) == [0, 1, 2]
-    assert relevance_of([3.0, 2.8, 2.5], facts, session_penalty=0.0).ranked(3) == [0, 1, 2]
-
-
-def test_a_breakdown_names_every_part_and_the_raw_scores():
-    found = relevance_of([1.5], [TurnFact(1, 0, "Ana")])
-    found.parts[0] = [1.0, 0.25, 0.0, 0.25, 0.0, 0.0, 0.0]
-    found.dense, found.sparse = {"t0": 0.61234}, {}
-    assert found.breakdown(0) == {"dense": 1.0, "sparse": 0.25, "feedback": 0.0, "hop": 0.25, "speaker": 0.0,
-                                  "time": 0.0, "long_term": 0.0, "score": 1.5, "meaning": 0.0, "answer": 0.0,
-                                  "final": 1.5,
-                                  "cosine": 0.6123,
-                                  "bm25": 0.0}
-
 
 # ------------------------------------------------------------------ over a real store
 
@@ -174,6 +121,8 @@ def question_and_answer(make_user, memory_env):
     return user
 
 
+@pytest.mark.real_adapters  # that the question about the names matches is MiniLM's reading (by hand on plain
+# data: tests/engine/test_relevance.py)
 def test_a_question_among_the_best_lends_its_answer_a_share_of_its_content(question_and_answer):
     """Five turns, all among the best 10: the two that ask (D1:1, D1:4) each hand the next turn,
     said by the other participant, pair_weight times their positive content (dense, sparse,
@@ -199,13 +148,16 @@ def test_a_question_among_the_best_lends_its_answer_a_share_of_its_content(quest
         dict(zip(off.keys, off.final.tolist(), strict=True)))
 
 
+@pytest.mark.real_adapters  # the answer's lift needs the question to match, by MiniLM
 def test_turn_pairs_read_whether_a_turn_asks_from_its_point_not_its_page(question_and_answer, monkeypatch):
     """Indexing writes whether each turn asks and whether it ends its page into its point; turn
     pairs read them there, for the best turns only, and read no page. A point indexed before
     them has its page read: the lift is the same either way."""
     from dataclasses import replace
 
-    from memory.recall import relevance, rows
+    from memory.engine.relevance import lift_answers
+    from memory.recall import rows
+    from memory.recall.candidates import IndexCandidates
 
     query = "What are the names of Melanie's dogs?"
     vector = configured.embedder().embed([query])[0]
@@ -226,7 +178,7 @@ def test_turn_pairs_read_whether_a_turn_asks_from_its_point_not_its_page(questio
 
     def lifted(on) -> np.ndarray:
         again = replace(found, final=found.final - found.answer, answer=None)
-        relevance._lift_answers(on, question_and_answer, again)
+        lift_answers(IndexCandidates(question_and_answer, BOTH, index=on), again)
         return again.answer
 
     assert lifted(index).tolist() == found.answer.tolist() and reads == []
@@ -312,19 +264,6 @@ def test_a_fact_learned_from_a_page_lifts_that_page_s_turns_by_its_cosine(two_se
     KnowledgeFact.objects.filter(id=fact.id).update(repressed=True)
     found = with_facts()
     assert not found.parts[:, long_term].any()
-
-
-def test_the_seq_pos_and_day_columns_are_the_facts_read_once():
-    # sessions by the day each turn was said (TurnFact.day), boundaries and before 1970 too
-    said = [0.0, DAY - 0.001, DAY, 10.5 * DAY, -1.0, -DAY - 0.5]
-    facts = [TurnFact(seq, pos, "Ana", at) for seq, pos, at in zip([4, 4, 5, 9, 1, 1], [0, 1, 0, 2, 0, 1], said,
-                                                                      strict=True)]
-    found = relevance_of([0.0] * len(facts), facts)
-    seq, pos, day = found._columns
-    assert seq.tolist() == [4, 4, 5, 9, 1, 1] and pos.tolist() == [0, 1, 0, 2, 0, 1]
-    assert day.tolist() == [fact.day for fact in facts] == [0, 0, 1, 10, -1, -2]
-    assert found.seq is seq  # read once
-    assert relevance_of([], []).ranked(3) == [] and relevance_of([], []).page_scores() == {}
 
 
 def test_the_feedback_query_leans_toward_the_top_turns_in_ranking_order(two_sessions, monkeypatch):
