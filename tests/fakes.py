@@ -1,4 +1,4 @@
-"""In-memory stand-ins for the embedder and the vector index, for the fast test tier.
+"""In-memory stand-ins for the embedder, the vector index and the chat model, on their ports.
 
 `make test-fast` (pytest --fakes) runs engine, architecture and service tests on these instead of
 MiniLM and a Qdrant Edge shard. They honour the ports in memory/engine/ports.py, and the contract
@@ -15,6 +15,9 @@ that drifts from what the real adapters do fails there.
   their arguments with the adapters' public helpers (memory/adapters/vector_points.py: validation,
   user scoping, filters, ids): exact cosine search, and BM25 with Qdrant's IDF over the user's
   points that have text.
+- FakeChatModel: the ChatModel port without a server, for tests of what the services ask a model
+  and do with its answers (the `chat_model` fixture of tests/conftest.py). Tests of the OpenAI
+  client adapter itself, of timeouts and broken streams, talk to tests/openai_server.py instead.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,10 +45,12 @@ from memory.adapters.vector_points import (
     sparse_pairs,
     vector_hit,
 )
-from memory.engine.ports import Vector, VectorHit, VectorPoint
+from memory.engine.ports import ChatMessage, ChatResult, Vector, VectorHit, VectorPoint
 from memory.engine.sparse import sparse_query, tokenize
 
 FAKE_EMBEDDER_NAME = "fake-hashed-bag-of-words"
+FAKE_CHAT_MODEL_NAME = "fake-chat-model"
+FAKE_DEFAULT_REPLY = "Hello from the fake chat model."
 FAKE_DIMENSION = 384  # MiniLM's, so that every size computed from `dimension` stays the same
 # How much of a vector is the text's own direction rather than its words: small enough that a
 # shared word outweighs it, large enough that unrelated texts never tie at exactly 0.
@@ -246,6 +253,61 @@ def _ranked(scored: list[tuple[float, str | int, _Stored]], limit: int,
             fields: Sequence[str] | None) -> list[VectorHit]:
     scored.sort(key=lambda row: (-row[0], _id_order(row[1])))
     return [vector_hit(key, score, _selected(item.payload, fields)) for score, key, item in scored[:limit]]
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """One call a FakeChatModel answered, as the service made it."""
+
+    messages: tuple[ChatMessage, ...]
+    max_tokens: int | None
+    json_mode: bool
+    stream: bool
+
+    @property
+    def prompt(self) -> str:
+        """The last message's text: what the call asked."""
+        return self.messages[-1].content if self.messages else ""
+
+
+class FakeChatModel:
+    """The ChatModel port answering queued replies in order, then FAKE_DEFAULT_REPLY; every call is
+    kept in `calls`. Tokens are whitespace-separated words, as tests/openai_server.py counts them, and
+    a stream sends each word with its trailing space, at most `max_tokens` of them."""
+
+    offline = False
+
+    def __init__(self, name: str = FAKE_CHAT_MODEL_NAME) -> None:
+        self.name = name
+        self.calls: list[ChatCall] = []
+        self._replies: deque[str] = deque()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"FakeChatModel(name={self.name!r})"
+
+    def reply(self, *texts: str) -> None:
+        """Queue reply texts: each call takes the next one."""
+        with self._lock:
+            self._replies.extend(texts)
+
+    def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None,
+                 json_mode: bool = False) -> ChatResult:
+        text = self._answer(messages, max_tokens=max_tokens, json_mode=json_mode, stream=False)
+        return ChatResult(text=text, model=self.name, prompt_tokens=sum(len(m.content.split()) for m in messages),
+                          completion_tokens=len(text.split()))
+
+    def stream(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None) -> Iterator[str]:
+        """Like the OpenAI adapter's, the call is made (and recorded) on the first `next()`."""
+        text = self._answer(messages, max_tokens=max_tokens, json_mode=False, stream=True)
+        pieces = re.findall(r"\s*\S+\s*", text) or [text]
+        yield from pieces[:max_tokens] if max_tokens is not None else pieces
+
+    def _answer(self, messages: Sequence[ChatMessage], *, max_tokens: int | None, json_mode: bool,
+                stream: bool) -> str:
+        with self._lock:
+            self.calls.append(ChatCall(tuple(messages), max_tokens, json_mode, stream))
+            return self._replies.popleft() if self._replies else FAKE_DEFAULT_REPLY
 
 
 # ---------------------------------------------------------------- Qdrant's semantics, spelled out
