@@ -174,6 +174,7 @@ def question_and_answer(make_user, memory_env):
     return user
 
 
+@pytest.mark.real_adapters  # the question matches the query by MiniLM's meaning; the fake scores it at 0
 def test_a_question_among_the_best_lends_its_answer_a_share_of_its_content(question_and_answer):
     """Five turns, all among the best 10: the two that ask (D1:1, D1:4) each hand the next turn,
     said by the other participant, pair_weight times their positive content (dense, sparse,
@@ -199,6 +200,7 @@ def test_a_question_among_the_best_lends_its_answer_a_share_of_its_content(quest
         dict(zip(off.keys, off.final.tolist(), strict=True)))
 
 
+@pytest.mark.real_adapters  # the lift is above 0 only where MiniLM finds the question like the query
 def test_turn_pairs_read_whether_a_turn_asks_from_its_point_not_its_page(question_and_answer, monkeypatch):
     """Indexing writes whether each turn asks and whether it ends its page into its point; turn
     pairs read them there, for the best turns only, and read no page. A point indexed before
