@@ -16,8 +16,9 @@ that drifts from what the real adapters do fails there.
   user scoping, filters, ids): exact cosine search, and BM25 with Qdrant's IDF over the user's
   points that have text.
 - FakeChatModel: the ChatModel port without a server, for tests of what the services ask a model
-  and do with its answers (the `chat_model` fixture of tests/conftest.py). Tests of the OpenAI
-  client adapter itself, of timeouts and broken streams, talk to tests/openai_server.py instead.
+  and do with its answers (the `chat_model` fixture of tests/conftest.py), held to the OpenAI
+  adapter by tests/memory/adapters/test_chat_model_contract.py. Tests of the OpenAI client adapter
+  itself, of timeouts and broken streams, talk to tests/openai_server.py instead.
 """
 
 from __future__ import annotations
