@@ -34,3 +34,20 @@ def test_operator_actions_name_the_memory_they_acted_on(make_user):
     # read for another user, the same events name none of the first user's memories
     stranger = events_with_subjects(user=make_user(), events=events)
     assert [text for event, text in stranger if event.kind in OPERATOR_KINDS][:2] == ["", ""]
+
+
+def test_the_delete_dialog_names_the_pinned_memories_in_the_radius_and_no_one_elses(make_user, memory_env):
+    from memory.selectors.blast_radius import pinned_in_radius
+    from memory.services.deletion import memory_delete
+
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
+    user = make_user()
+    first = page_complete(page=page_start(user=user, query="I keep bees on the roof."), response="Noted.",
+                          reply_model="test")
+    page_complete(page=page_start(user=user, query="Closing line."), response="Noted.", reply_model="test")
+    first.refresh_from_db()
+    memory_pin(user=user, kind="page", ident=str(first.pk), actor=user)
+    radius = memory_delete(user=user, kind="segment", ident=str(first.segment_id), actor=user, dry_run=True)
+    assert str(first.pk) in {entry["id"] for entry in radius.pages}
+    assert pinned_in_radius(user=user, radius=radius) == {str(first.pk)}
+    assert pinned_in_radius(user=make_user(), radius=radius) == set()

@@ -55,3 +55,35 @@ def test_a_user_without_memory_counts_zero(make_user):
         (key for key in stats if key != "user"), 0)
     shown = overview(user=make_user())
     assert shown.state is None and shown.first_at is None and shown.recent_events == []
+
+
+def test_files_are_listed_newest_first_by_page_and_for_their_owner_only(make_user):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import AttachedFile
+    from memory.selectors.files import attached_files, page_attachments
+
+    user, other = make_user(), make_user()
+    first = turn_run(user=user, message="Here are my notes.").page
+    second = turn_run(user=user, message="And a photo.").page
+    now = timezone.now()
+
+    def attach(owner, page, name: str, minutes_ago: int) -> AttachedFile:
+        return AttachedFile.objects.create(user=owner, page=page, content_cid=f"cid-{name}", name=name,
+                                           media_type="text/plain", size=3,
+                                           created_at=now - timedelta(minutes=minutes_ago))
+
+    attach(user, first, "b-notes.txt", 5)
+    attach(user, first, "a-notes.txt", 5)
+    attach(user, second, "photo.txt", 1)
+    attach(user, None, "waiting.txt", 0)  # uploaded, no turn yet
+    attach(other, None, "theirs.txt", 0)
+    assert [row.name for row in attached_files(user=user)] == ["waiting.txt", "photo.txt", "a-notes.txt",
+                                                               "b-notes.txt"]
+    assert [row.name for row in attached_files(user=user, page_id=first.id)] == ["a-notes.txt", "b-notes.txt"]
+    by_page = page_attachments(user=user, page_ids=[first.id, second.id])
+    assert {page: [row.name for row in rows] for page, rows in by_page.items()} == {
+        str(first.id): ["a-notes.txt", "b-notes.txt"], str(second.id): ["photo.txt"]}
+    assert page_attachments(user=other, page_ids=[first.id]) == {}
