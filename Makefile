@@ -34,12 +34,11 @@ run: install
 test: install
 	$(BIN)/pytest
 
-# The fast tier while developing: engine, architecture and service tests on tests/fakes.py's
-# embedder and vector index (no MiniLM, no Qdrant shard), without the tests marked real_adapters.
-# `make test` (the real adapters, every test) stays the CI gate.
+# The fast tier while developing: every test but the browser's and those marked real_adapters, on
+# tests/fakes.py's embedder, vector index and fast password hasher (no MiniLM, no Qdrant shard),
+# spread over the cores by pytest-xdist. `make test` (the real adapters, every test) stays the CI gate.
 test-fast: install
-	$(BIN)/pytest --fakes -m "not browser" tests/engine tests/test_architecture.py tests/memory/services \
-		tests/memory/runtime tests/policies tests/test_architecture_map.py
+	$(BIN)/pytest --fakes -m "not browser" -n auto
 
 lint: install
 	$(BIN)/ruff check memory persona memoryos_site tests

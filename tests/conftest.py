@@ -113,6 +113,23 @@ def memory_env(settings, tmp_path, transactional_db):
     _reset_index_and_model()
 
 
+@pytest.fixture
+def chat_model(memory_env):
+    """LLM_ENABLED on, answered by tests/fakes.py's FakeChatModel: queue its replies with
+    `chat_model.reply(...)`, read what the services asked in `chat_model.calls`. Tests of the OpenAI
+    client itself (timeouts, broken streams, the wire format) use `openai_server` instead."""
+    from memory.adapters import configured
+    from tests.fakes import FakeChatModel
+
+    model = FakeChatModel()
+    memory_env.LLM_ENABLED = True
+    memory_env.ADAPTER_FACTORIES = {**(getattr(memory_env, "ADAPTER_FACTORIES", None) or {}),
+                                    "chat_model": lambda: model}
+    configured.chat_model.cache_clear()
+    yield model
+    configured.chat_model.cache_clear()
+
+
 def _reset_index_and_model() -> None:
     """Forget the vector index and chat model; the embedder (slow to load) stays."""
     from memory.adapters import configured

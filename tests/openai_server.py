@@ -9,7 +9,10 @@ be told to misbehave the way real endpoints do (HTTP 500, hanging, garbage, a dr
         server.fail("http_500", times=2)
         client = OpenAI(base_url=server.base_url, api_key=server.api_key)
 
-Tests get one per test through the `openai_server` fixture.
+Tests get one per test through the `openai_server` fixture. It is for the tests of the OpenAI
+adapters themselves (memory/adapters/llm.py, the OpenAI embedder) and of what a turn does when the
+endpoint misbehaves, and for child processes; a test of what the services ask a model and do with
+its answers uses tests/fakes.py's FakeChatModel (the `chat_model` fixture) instead.
 """
 
 from __future__ import annotations

@@ -600,3 +600,40 @@ def test_recall_reaching_the_adapters_outside_its_one_module_is_found(tmp_path) 
     assert recall_adapter_imports(root, packages=("memory",), exceptions={"memory.recall.memoria": "moving"}) == [
         "memory.recall.hybrid:2 imports memory.adapters.configured: recall reaches the adapters through "
         "memory.recall.candidates alone"]
+
+
+# ------------------------------------------------------------------ the fakes stand on the public ports
+
+# tests/fakes.py replaces adapters through the ports and what the adapters publish
+# (memory/adapters/vector_points.py): a fake built on an adapter's private parts would pass the
+# contract tests while hiding that it leans on them.
+FAKES = "tests/fakes.py"
+
+
+def private_imports(root: Path, relative: str, packages=PACKAGES) -> list[str]:
+    """The project's private names one file outside the packages imports, or reaches as `module._name`."""
+    modules = module_files(root, packages)
+    path = root / relative
+    module = relative.removesuffix(".py").replace("/", ".")
+    found = [f"{module}:{imp.line} imports the private name {imp.name} from {imp.target}"
+             for imp in imports_of(module, path, modules)
+             if imp.name.startswith("_") and not imp.name.startswith("__") and _project(imp.target, modules)]
+    return found + list(_private_attribute_uses(module, path, modules))
+
+
+def test_the_fakes_use_no_private_name_of_the_project() -> None:
+    assert private_imports(ROOT, FAKES) == []
+
+
+def test_a_fake_reaching_into_an_adapter_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/adapters/__init__.py": "",
+        "memory/adapters/vectors.py": "class _ScopedIndex: ...\nDENSE = 'dense'\n",
+        "tests/fakes.py": "from memory.adapters.vectors import DENSE, _ScopedIndex\n"
+                          "from memory.adapters import vectors\nvectors._ScopedIndex\n"
+                          "from json import _default_decoder\n",
+    })
+    assert private_imports(root, FAKES, packages=("memory",)) == [
+        "tests.fakes:1 imports the private name _ScopedIndex from memory.adapters.vectors",
+        "tests.fakes:3 uses memory.adapters.vectors._ScopedIndex"]

@@ -4,7 +4,8 @@ in one process only): the embedder, the vector index and the chat model, each be
 `settings.ADAPTER_FACTORIES` (unset in production) may name replacements by dotted path:
 {"embedder": "tests.fakes.FakeEmbedder", "vector_index": "tests.fakes.FakeVectorIndex"} is how the
 fast test tier runs services on fakes. The vector index factory is called as
-factory(path, dimension=...), like EdgeVectorIndex.
+factory(path, dimension=...), like EdgeVectorIndex; a "chat_model" factory, with no argument, gives
+the model used where LLM_ENABLED is on (tests script a fake one's answers).
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def chat_model() -> ChatModel | None:
     """The configured LLM, or None: then the offline engine answers and maintains memory."""
     if not settings.LLM_ENABLED:
         return None
+    if replacement := _replacement("chat_model"):
+        return replacement()
     from memory.adapters.circuit import CircuitBreaker
     from memory.adapters.llm import OpenAIChatModel
 

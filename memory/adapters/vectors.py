@@ -8,6 +8,8 @@ user can neither see nor change another's points, even by guessing ids.
 
 Point ids are UUID strings (the row's UUID). They come back in canonical lowercase form.
 Cosine vectors are stored normalised, so `get_vectors` returns unit vectors.
+The layout's names, the validation of points and the scope of a call are in
+memory/adapters/vector_points.py, which the test suite's in-memory index uses too.
 """
 
 from __future__ import annotations
@@ -16,122 +18,41 @@ import os
 import shutil
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 import qdrant_edge as edge
 from qdrant_client import QdrantClient, models
 
+from memory.adapters.vector_points import (
+    DENSE,
+    KEYWORD_FIELDS,
+    NO_PAYLOAD,
+    SPARSE,
+    TENANT_FIELD,
+    PreparedPoint,
+    Scope,
+    SparseQuery,
+    call_scope,
+    checked_payload,
+    dense_values,
+    prepare_point,
+    sparse_pairs,
+    vector_hit,
+)
 from memory.engine.ports import Vector, VectorHit, VectorIndex, VectorPoint
-from memory.engine.sparse import sparse_query, sparse_terms
+from memory.engine.sparse import sparse_query
 
-DENSE = "dense"
-SPARSE = "text"
-TENANT_FIELD = "user_id"
-KEYWORD_FIELDS = (TENANT_FIELD, "kind", "segment_id", "tier")
 UPSERT_BATCH = 256
 # Edge has no flush timer of its own; its WAL already survives a crash, flushing bounds how much
 # WAL a restart has to replay.
 FLUSH_INTERVAL_S = 5.0
 
 
-# ---------------------------------------------------------------- shared, client-neutral parts
-
-
-@dataclass(frozen=True)
-class _Scope:
-    """The points one call may touch, before it is spelled in one client's filter classes."""
-
-    equals: tuple[tuple[str, Any], ...] = ()
-    any_of: tuple[tuple[str, tuple[Any, ...]], ...] = ()
-    ids: tuple[str | int, ...] | None = None
-
-    @property
-    def matches_nothing(self) -> bool:
-        # An empty "field in ()" or id list can match no point: answer without a round trip.
-        return any(not values for _, values in self.any_of) or self.ids == ()
-
-
-def _scope(user_id: str | None, *, kind: str | None = None, match: dict[str, Any] | None = None,
-               match_any: dict[str, Sequence[Any]] | None = None,
-               ids: Sequence[str] | None = None, any_user: bool = False) -> _Scope:
-    """`user_id` None means every user only where `any_user` says so (count): a read or write
-    that names no owner is an error, never a reach into all users' points."""
-    equals: list[tuple[str, Any]] = []
-    if user_id is not None or not any_user:
-        equals.append((TENANT_FIELD, _user(user_id)))
-    if kind is not None:
-        equals.append(("kind", kind))
-    equals.extend((match or {}).items())
-    any_of = tuple((key, tuple(values)) for key, values in (match_any or {}).items())
-    point_ids = None if ids is None else tuple(point_id(raw) for raw in ids)
-    return _Scope(tuple(equals), any_of, point_ids)
-
-
-def point_id(raw: str | int) -> str | int:
-    """An unsigned 64-bit integer (given as decimal digits) or a canonical UUID string: the two
-    kinds of id Qdrant accepts. Hits carry either back as a string."""
-    text = str(raw)
-    if text.isascii() and text.isdigit() and len(text) <= 20:  # a UUID without dashes has 32
-        value = int(text)
-        if value < 1 << 64:
-            return value
-    try:
-        return str(uuid.UUID(text))
-    except ValueError:
-        raise ValueError(f"vector point id must be a UUID or an unsigned 64-bit integer, got {raw!r}") from None
-
-
-def _user(user_id: Any) -> str:
-    if not isinstance(user_id, str) or not user_id:
-        raise ValueError(f"user_id must be a non-empty string, got {user_id!r}")
-    return user_id
-
-
-def _dense(vector: Vector, dimension: int) -> list[float]:
-    values = [float(x) for x in vector]
-    if len(values) != dimension:
-        raise ValueError(f"vector has {len(values)} dimensions, the index expects {dimension}")
-    return values
-
-
-def _sparse_pairs(weights: dict[int, float]) -> tuple[list[int], list[float]]:
-    indices = sorted(weights)
-    return indices, [weights[index] for index in indices]
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    id: str | int
-    dense: list[float]
-    sparse: tuple[list[int], list[float]] | None
-    payload: dict[str, Any]
-
-
-def _prepare(point: VectorPoint, dimension: int) -> _Prepared:
-    """Validate a whole batch before writing any of it."""
-    _user(point.payload.get(TENANT_FIELD))
-    if "kind" not in point.payload:
-        raise ValueError(f"point {point.id} has no 'kind' in its payload")
-    weights = sparse_terms(point.text) if point.text else {}
-    return _Prepared(
-        id=point_id(point.id),
-        dense=_dense(point.vector, dimension),
-        sparse=_sparse_pairs(weights) if weights else None,
-        payload=dict(point.payload),
-    )
-
-
-def _checked_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    if TENANT_FIELD in payload:
-        raise ValueError("set_payload cannot move points to another user")
-    return dict(payload)
+# ---------------------------------------------------------------- helpers of the two clients
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -144,17 +65,7 @@ def _dense_of(vectors: Any) -> list[float]:
     return [float(x) for x in vectors[DENSE]]
 
 
-# The payload of hits that asked for none; read-only, since every such hit shares it.
-NO_PAYLOAD: Any = MappingProxyType({})
-
-
-def _hit(raw_id: Any, score: float, payload: dict[str, Any] | None) -> VectorHit:
-    return VectorHit(str(raw_id), float(score), payload if isinstance(payload, dict) else dict(payload or {}))
-
-
 # ---------------------------------------------------------------- the contract, written once
-
-_SparseQuery = tuple[list[int], list[float]]
 
 
 class _ScopedIndex:
@@ -163,21 +74,21 @@ class _ScopedIndex:
     dimension: int
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
-        prepared = [_prepare(point, self.dimension) for point in points]
+        prepared = [prepare_point(point, self.dimension) for point in points]
         for batch in _batches(prepared, UPSERT_BATCH):
             self._upsert(batch)
 
     def delete(self, *, user_id: str, ids: Sequence[str]) -> None:
-        scope = _scope(user_id, ids=ids)
+        scope = call_scope(user_id, ids=ids)
         if not scope.matches_nothing:
             self._delete(scope)
 
     def delete_user(self, *, user_id: str) -> None:
-        self._delete(_scope(user_id))
+        self._delete(call_scope(user_id))
 
     def set_payload(self, *, user_id: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
         """Change payload fields (a page's `tier`, `segment_id`) without re-sending vectors."""
-        scope, payload = _scope(user_id, ids=ids), _checked_payload(payload)
+        scope, payload = call_scope(user_id, ids=ids), checked_payload(payload)
         if not scope.matches_nothing and payload:
             self._set_payload(scope, payload)
 
@@ -186,8 +97,8 @@ class _ScopedIndex:
                match_any: dict[str, Sequence[str]] | None = None,
                fields: Sequence[str] | None = None) -> list[VectorHit]:
         """`fields` limits the payload returned (hundreds of hits convert faster); () returns none."""
-        scope = _scope(user_id, kind=kind, match=match, match_any=match_any)
-        query = _dense(vector, self.dimension)
+        scope = call_scope(user_id, kind=kind, match=match, match_any=match_any)
+        query = dense_values(vector, self.dimension)
         if limit <= 0 or scope.matches_nothing:
             return []
         return self._search(query, DENSE, scope, limit, None, fields)
@@ -197,14 +108,14 @@ class _ScopedIndex:
                     match_any: dict[str, Sequence[str]] | None = None,
                     fields: Sequence[str] | None = None) -> list[VectorHit]:
         """Keyword (BM25) search; IDF is computed over this user's points only."""
-        scope = _scope(user_id, kind=kind, match=match, match_any=match_any)
+        scope = call_scope(user_id, kind=kind, match=match, match_any=match_any)
         weights = sparse_query(text)
         if limit <= 0 or scope.matches_nothing or not weights:
             return []
-        return self._search(_sparse_pairs(weights), SPARSE, scope, limit, _scope(user_id), fields)
+        return self._search(sparse_pairs(weights), SPARSE, scope, limit, call_scope(user_id), fields)
 
     def get_vectors(self, *, user_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
-        scope = _scope(user_id, ids=ids)
+        scope = call_scope(user_id, ids=ids)
         if scope.matches_nothing:
             return {}
         return self._owned_vectors(scope)
@@ -212,7 +123,7 @@ class _ScopedIndex:
     def get_payloads(self, *, user_id: str, ids: Sequence[str],
                      fields: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The named payload fields of the user's points among `ids` (others are left out)."""
-        scope = _scope(user_id, ids=ids)
+        scope = call_scope(user_id, ids=ids)
         if scope.matches_nothing:
             return {}
         wanted = [TENANT_FIELD, *fields]
@@ -221,24 +132,24 @@ class _ScopedIndex:
                 if payload.get(TENANT_FIELD) == user_id}
 
     def count(self, *, user_id: str | None = None, kind: str | None = None) -> int:
-        scope = _scope(user_id, kind=kind, any_user=True)
+        scope = call_scope(user_id, kind=kind, any_user=True)
         return self._count(scope if scope.equals else None)
 
     # Primitives, called with validated arguments.
-    def _upsert(self, batch: Sequence[_Prepared]) -> None:
+    def _upsert(self, batch: Sequence[PreparedPoint]) -> None:
         raise NotImplementedError
 
-    def _delete(self, scope: _Scope) -> None:
+    def _delete(self, scope: Scope) -> None:
         raise NotImplementedError
 
-    def _set_payload(self, scope: _Scope, payload: dict[str, Any]) -> None:
+    def _set_payload(self, scope: Scope, payload: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def _search(self, query: list[float] | _SparseQuery, using: str, scope: _Scope, limit: int,
-                idf_corpus: _Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
+    def _search(self, query: list[float] | SparseQuery, using: str, scope: Scope, limit: int,
+                idf_corpus: Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
         raise NotImplementedError
 
-    def _owned_vectors(self, scope: _Scope) -> dict[str, list[float]]:
+    def _owned_vectors(self, scope: Scope) -> dict[str, list[float]]:
         """Id -> dense vector of the points among `scope.ids` that belong to its user: looked up
         by id, then checked against the owner."""
         owner = dict(scope.equals)[TENANT_FIELD]
@@ -253,7 +164,7 @@ class _ScopedIndex:
         """(id, payload limited to `fields`) of the points that exist."""
         raise NotImplementedError
 
-    def _count(self, scope: _Scope | None) -> int:
+    def _count(self, scope: Scope | None) -> int:
         raise NotImplementedError
 
 
@@ -267,7 +178,7 @@ def _edge_config(dimension: int) -> edge.EdgeConfig:
     )
 
 
-def _edge_filter(scope: _Scope) -> edge.Filter:
+def _edge_filter(scope: Scope) -> edge.Filter:
     must: list[Any] = [edge.FieldCondition(key, match=edge.MatchValue(value)) for key, value in scope.equals]
     must += [edge.FieldCondition(key, match=edge.MatchAny(list(values))) for key, values in scope.any_of]
     if scope.ids is not None:
@@ -275,7 +186,7 @@ def _edge_filter(scope: _Scope) -> edge.Filter:
     return edge.Filter(must=must)
 
 
-def _edge_point(prepared: _Prepared) -> edge.Point:
+def _edge_point(prepared: PreparedPoint) -> edge.Point:
     vectors: dict[str, Any] = {DENSE: prepared.dense}
     if prepared.sparse is not None:
         vectors[SPARSE] = edge.SparseVector(*prepared.sparse)
@@ -348,17 +259,17 @@ class EdgeVectorIndex(_ScopedIndex):
         shard.flush()
         self._last_flush = time.monotonic()
 
-    def _upsert(self, batch: Sequence[_Prepared]) -> None:
+    def _upsert(self, batch: Sequence[PreparedPoint]) -> None:
         self._write(edge.UpdateOperation.upsert_points([_edge_point(item) for item in batch]))
 
-    def _delete(self, scope: _Scope) -> None:
+    def _delete(self, scope: Scope) -> None:
         self._write(edge.UpdateOperation.delete_points_by_filter(_edge_filter(scope)))
 
-    def _set_payload(self, scope: _Scope, payload: dict[str, Any]) -> None:
+    def _set_payload(self, scope: Scope, payload: dict[str, Any]) -> None:
         self._write(edge.UpdateOperation.set_payload_by_filter(_edge_filter(scope), payload))
 
-    def _search(self, query: list[float] | _SparseQuery, using: str, scope: _Scope, limit: int,
-                idf_corpus: _Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
+    def _search(self, query: list[float] | SparseQuery, using: str, scope: Scope, limit: int,
+                idf_corpus: Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
         vector = edge.SparseVector(*query) if isinstance(query, tuple) else query
         params = None if idf_corpus is None else edge.SearchParams(
             idf=edge.IdfParams(corpus=_edge_filter(idf_corpus)))
@@ -373,9 +284,9 @@ class EdgeVectorIndex(_ScopedIndex):
             # tuple.__new__ skips the NamedTuple's Python-level constructor: a hybrid recall
             # builds 1,200 of these (0.4 ms through the constructor, 0.1 ms this way).
             return [tuple.__new__(VectorHit, (str(point.id), point.score, NO_PAYLOAD)) for point in found]
-        return [_hit(point.id, point.score, point.payload) for point in found]
+        return [vector_hit(point.id, point.score, point.payload) for point in found]
 
-    def _owned_vectors(self, scope: _Scope) -> dict[str, list[float]]:
+    def _owned_vectors(self, scope: Scope) -> dict[str, list[float]]:
         """One scroll filtered by owner and ids, reading no payload: a retrieve by id that reads
         each point's `user_id` to check it took 8 ms for 100 points at 10,000 pages, the payload
         read 5 ms of it; this takes 3 ms (load 7-10, BENCHMARKS.md "Recall near its floor, one
@@ -393,7 +304,7 @@ class EdgeVectorIndex(_ScopedIndex):
             records = shard.retrieve(list[Any](ids), fields, [])
         return [(str(record.id), dict(record.payload or {})) for record in records]
 
-    def _count(self, scope: _Scope | None) -> int:
+    def _count(self, scope: Scope | None) -> int:
         request = edge.CountRequest(exact=True, filter=None if scope is None else _edge_filter(scope))
         with self._shard() as shard:
             return shard.count(request)
@@ -427,7 +338,7 @@ class EdgeVectorIndex(_ScopedIndex):
 # ---------------------------------------------------------------- Qdrant server (qdrant-client)
 
 
-def _server_filter(scope: _Scope) -> models.Filter:
+def _server_filter(scope: Scope) -> models.Filter:
     must: list[Any] = [models.FieldCondition(key=key, match=models.MatchValue(value=value))
                        for key, value in scope.equals]
     must += [models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
@@ -437,7 +348,7 @@ def _server_filter(scope: _Scope) -> models.Filter:
     return models.Filter(must=must)
 
 
-def _server_point(prepared: _Prepared) -> models.PointStruct:
+def _server_point(prepared: PreparedPoint) -> models.PointStruct:
     vectors: dict[str, Any] = {DENSE: prepared.dense}
     if prepared.sparse is not None:
         indices, values = prepared.sparse
@@ -491,18 +402,18 @@ class ServerVectorIndex(_ScopedIndex):
             raise ValueError(f"collection {self.collection!r} does not hold {self.dimension}-d "
                              f"{DENSE!r} and sparse {SPARSE!r} vectors; pick another collection name")
 
-    def _upsert(self, batch: Sequence[_Prepared]) -> None:
+    def _upsert(self, batch: Sequence[PreparedPoint]) -> None:
         self.client.upsert(self.collection, points=[_server_point(item) for item in batch], wait=True)
 
-    def _delete(self, scope: _Scope) -> None:
+    def _delete(self, scope: Scope) -> None:
         selector = models.FilterSelector(filter=_server_filter(scope))
         self.client.delete(self.collection, points_selector=selector, wait=True)
 
-    def _set_payload(self, scope: _Scope, payload: dict[str, Any]) -> None:
+    def _set_payload(self, scope: Scope, payload: dict[str, Any]) -> None:
         self.client.set_payload(self.collection, payload=payload, points=_server_filter(scope), wait=True)
 
-    def _search(self, query: list[float] | _SparseQuery, using: str, scope: _Scope, limit: int,
-                idf_corpus: _Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
+    def _search(self, query: list[float] | SparseQuery, using: str, scope: Scope, limit: int,
+                idf_corpus: Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
         vector: Any = query
         if isinstance(query, tuple):
             vector = models.SparseVector(indices=query[0], values=query[1])
@@ -514,7 +425,7 @@ class ServerVectorIndex(_ScopedIndex):
             search_params=params, limit=limit,
             with_payload=True if fields is None else list(fields) if fields else False,
             with_vectors=False)
-        return [_hit(point.id, point.score, point.payload) for point in response.points]
+        return [vector_hit(point.id, point.score, point.payload) for point in response.points]
 
     def _retrieve(self, ids: list[str]) -> list[tuple[str, Any, list[float]]]:
         records = self.client.retrieve(self.collection, ids, with_payload=[TENANT_FIELD],
@@ -526,7 +437,7 @@ class ServerVectorIndex(_ScopedIndex):
         records = self.client.retrieve(self.collection, ids, with_payload=fields, with_vectors=False)
         return [(str(record.id), dict(record.payload or {})) for record in records]
 
-    def _count(self, scope: _Scope | None) -> int:
+    def _count(self, scope: Scope | None) -> int:
         flt = None if scope is None else _server_filter(scope)
         return self.client.count(self.collection, count_filter=flt, exact=True).count
 

@@ -19,6 +19,8 @@ from memory.adapters.embeddings import (
 )
 from memory.engine.ports import Embedder
 
+pytestmark = pytest.mark.real_adapters  # the MiniLM adapter itself: its model, encoders and threads
+
 
 @pytest.fixture(scope="module")
 def minilm() -> MiniLMEmbedder:

@@ -81,14 +81,20 @@ def open_index(kind: str, tmp_path: Path, dimension: int) -> tuple[Index, Any]:
     return server, drop
 
 
-@pytest.fixture(params=["edge", "server-local", "server", "fake"])
+# Qdrant's own behaviour is what the contract checks on the three real adapters; `pytest --fakes`
+# keeps the fake's run of the same assertions.
+QDRANT = pytest.mark.real_adapters
+
+
+@pytest.fixture(params=[pytest.param("edge", marks=QDRANT), pytest.param("server-local", marks=QDRANT),
+                        pytest.param("server", marks=QDRANT), "fake"])
 def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
     adapter, cleanup = open_index(request.param, tmp_path, DIM)
     yield adapter
     cleanup()
 
 
-@pytest.fixture(params=["edge", "server"])
+@pytest.fixture(params=[pytest.param("edge", marks=QDRANT), pytest.param("server", marks=QDRANT)])
 def scale_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Index]:
     adapter, cleanup = open_index(request.param, tmp_path, 32)
     yield adapter
@@ -461,6 +467,7 @@ def test_filtered_search_at_10k_points(scale_index: Index) -> None:
 # ---------------------------------------------------------------- Edge specifics
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_reopen_keeps_data_and_indexes(tmp_path: Path) -> None:
     first = EdgeVectorIndex(tmp_path, dimension=DIM)
     first.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], text="zeppelin museum"),
@@ -477,6 +484,7 @@ def test_edge_reopen_keeps_data_and_indexes(tmp_path: Path) -> None:
     second.close()
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_dropped_object_releases_the_directory(tmp_path: Path) -> None:
     first = EdgeVectorIndex(tmp_path, dimension=DIM)
     first.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0])])
@@ -487,6 +495,7 @@ def test_edge_dropped_object_releases_the_directory(tmp_path: Path) -> None:
     second.close()
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_data_survives_a_process_that_never_closed(tmp_path: Path) -> None:
     code = (
         "import os, sys, uuid\n"
@@ -504,6 +513,7 @@ def test_edge_data_survives_a_process_that_never_closed(tmp_path: Path) -> None:
     reopened.close()
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_directory_is_one_process_only(tmp_path: Path) -> None:
     first = EdgeVectorIndex(tmp_path, dimension=DIM)
     with pytest.raises(Exception, match="WAL"):
@@ -511,6 +521,7 @@ def test_edge_directory_is_one_process_only(tmp_path: Path) -> None:
     first.close()
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_dimension_gets_its_own_shard(tmp_path: Path) -> None:
     small = EdgeVectorIndex(tmp_path, dimension=DIM)
     small.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0])])
@@ -521,6 +532,7 @@ def test_edge_dimension_gets_its_own_shard(tmp_path: Path) -> None:
     assert sorted(path.name for path in tmp_path.iterdir()) == ["shard-4d", "shard-8d"]
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_closed_index_refuses_calls(tmp_path: Path) -> None:
     index = EdgeVectorIndex(tmp_path, dimension=DIM)
     index.close()
@@ -528,6 +540,7 @@ def test_edge_closed_index_refuses_calls(tmp_path: Path) -> None:
         index.count()
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_shared_between_threads(tmp_path: Path) -> None:
     index = EdgeVectorIndex(tmp_path, dimension=DIM)
     errors: list[BaseException] = []
@@ -551,6 +564,7 @@ def test_edge_shared_between_threads(tmp_path: Path) -> None:
     index.close()
 
 
+@QDRANT  # the Edge shard itself
 def test_edge_optimize_keeps_results(tmp_path: Path) -> None:
     index = EdgeVectorIndex(tmp_path, dimension=DIM)
     index.upsert([make_point(n, [1.0, n / 100, 0.0, 0.0]) for n in range(1, 101)])
@@ -561,6 +575,7 @@ def test_edge_optimize_keeps_results(tmp_path: Path) -> None:
     index.close()
 
 
+@QDRANT  # the Edge shard itself
 def test_open_vector_index_picks_edge_without_url(tmp_path: Path) -> None:
     index = open_vector_index(url=None, path=tmp_path, dimension=DIM)
     assert isinstance(index, EdgeVectorIndex)

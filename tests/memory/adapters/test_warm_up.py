@@ -28,6 +28,7 @@ def _python(code: str, tmp_path, **env: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters  # a child process builds the real adapters: --fakes cannot reach it
 def test_starting_the_asgi_server_loads_the_models_before_any_turn(tmp_path):
     code = ("import memoryos_site.asgi; from memory.adapters import configured; "
             "print(configured.adapters_state()); assert configured.adapters_wait_ready(240); " + REPORT)

@@ -112,6 +112,7 @@ def test_locomo_scoring(prediction, gold, category, f1, bleu):
 
 
 @pytest.mark.slow
+@pytest.mark.real_adapters  # every part of a recall takes time, the embedding wait too: the fake embeds in no time
 def test_scale_builds_measures_and_cleans_up(memory_env):
     result = run_json("scale", "--sizes", "40", "--queries", "4", "--write-sample", "2", "--pool", "48",
                       "--segment-pages", "10", "--in-place")
@@ -334,6 +335,7 @@ def test_ingest_stops_when_an_import_fails(memory_env, tmp_path, monkeypatch):
         run_json("ingest", str(data))
 
 
+@pytest.mark.real_adapters  # a child process builds the real adapters: --fakes cannot reach it (a live server)
 def test_ws_load_against_a_live_server(memory_env):
     result = run_json("ws", "--sessions", "3", "--messages", "2", "--timeout", "120")
     assert result["connected"] == 3 and result["held"] == 3
@@ -425,6 +427,7 @@ def test_the_recorded_floors_name_every_policy_and_the_sample_ci_runs():
 # --------------------------------------------------------------------------- embed
 
 
+@pytest.mark.real_adapters  # it times MiniLM's own ONNX query encoder, whatever the configured embedder
 def test_bench_embed_times_each_thread_setting_quiet_and_beside_a_busy_core(monkeypatch):
     from memory.benchmarks import embed
 

@@ -147,40 +147,37 @@ def test_a_fact_promotion_learns_late_is_ended_by_the_newer_change(make_user, me
 
 
 def test_a_models_prompt_carries_current_facts_first_and_the_past_with_its_period(make_user, memory_env,
-                                                                                   openai_server):
+                                                                                   chat_model):
     from memory.adapters import configured
 
+    memory_env.LLM_ENABLED = False  # the first turns are answered offline
+    configured.chat_model.cache_clear()
     user = make_user()
     turn_run(user=user, message="I live in Lyon.")
     turn_run(user=user, message="I moved from Lyon to Porto.")
-    openai_server.reply("You live in Porto.")
-    memory_env.LLM_ENABLED, memory_env.OPENAI_API_KEY = True, "sk-test"
-    memory_env.OPENAI_BASE_URL = openai_server.base_url
+    chat_model.reply("You live in Porto.")
+    memory_env.LLM_ENABLED = True
     configured.chat_model.cache_clear()
 
     turn_run(user=user, message="Where do I live?")
 
-    system = [r for r in openai_server.chat_requests() if r.body.get("stream")][-1].body["messages"][0]["content"]
+    system = [call for call in chat_model.calls if call.stream][-1].messages[0].content
     facts = system.split("## Facts about the user", 1)[1]
     assert facts.index("User lives in Porto") < facts.index("User lives in Lyon (until")
     assert "since then: User lives in Porto" in facts
 
 
 def test_with_the_model_reading_turns_its_facts_are_stored_and_bad_answers_fall_back(make_user, memory_env,
-                                                                                       openai_server):
-    from memory.adapters import configured
+                                                                                       chat_model):
     from memory.services.facts import facts_read
 
     user = make_user()
-    memory_env.LLM_ENABLED, memory_env.OPENAI_API_KEY = True, "sk-test"
-    memory_env.OPENAI_BASE_URL = openai_server.base_url
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "TURN_FACTS_MODEL": True}
-    configured.chat_model.cache_clear()
 
-    openai_server.reply('Sure: {"facts": ["User lives in Porto.", {"text": "User has a cat named Miso"}]}')
+    chat_model.reply('Sure: {"facts": ["User lives in Porto.", {"text": "User has a cat named Miso"}]}')
     assert facts_read(user_id=user.pk, text="I live in Porto with Miso, my cat.") == (
         ["User lives in Porto", "User has a cat named Miso"], "model")
-    openai_server.reply("I cannot answer in JSON today.")
+    chat_model.reply("I cannot answer in JSON today.")
     assert facts_read(user_id=user.pk, text="I live in Porto.") == (["User lives in Porto"], "offline")
     assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED,
                                          payload__task="turn_facts").exists()

@@ -16,15 +16,10 @@ pytestmark = pytest.mark.usefixtures("memory_env")
 
 
 @pytest.fixture
-def llm(memory_env, openai_server):
-    memory_env.LLM_ENABLED = True
-    memory_env.OPENAI_API_KEY = openai_server.api_key
-    memory_env.OPENAI_BASE_URL = openai_server.base_url
-    memory_env.OPENAI_TIMEOUT = 3.0
-    memory_env.OPENAI_MAX_RETRIES = 0
+def llm(memory_env, chat_model):
+    """The fake chat model (tests/fakes.py): what is asked and answered, not the HTTP client."""
     memory_env.MEMORYOS = {**memory_env.MEMORYOS, "STM_CAPACITY": 1}
-    configured.chat_model.cache_clear()
-    return openai_server
+    return chat_model
 
 
 def add_page(user, query, response=""):
@@ -41,8 +36,7 @@ def test_segment_summary_comes_from_the_model(make_user, llm):
     assert segment.summary == "The user is learning the violin."
     assert segment.summary_source == "llm" and not segment.summary_stale
     assert {"violin", "lesson"} <= set(segment.keywords)
-    request = llm.chat_requests()[0].body
-    assert "I started violin lessons." in request["messages"][-1]["content"]
+    assert "I started violin lessons." in llm.calls[0].prompt
 
 
 def test_garbage_from_the_model_keeps_the_offline_summary_and_says_so(make_user, llm):
@@ -55,7 +49,7 @@ def test_garbage_from_the_model_keeps_the_offline_summary_and_says_so(make_user,
     assert not segment.summary_stale
     event = LifecycleEvent.objects.get(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED)
     assert event.payload["task"] == "segment_summary" and "2 attempts" in event.payload["error"]
-    assert len(llm.chat_requests()) == 2  # one retry, then the offline result stands
+    assert len(llm.calls) == 2  # one retry, then the offline result stands
 
 
 def test_promotion_uses_the_models_extraction(make_user, llm, memory_env):

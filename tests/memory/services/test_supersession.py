@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, MemoryAlias, MemoryEdge, MemoryNode
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound
@@ -217,14 +216,9 @@ def test_another_users_supersession_is_not_found_and_unchanged(make_user):
 # ------------------------------------------------------------------ with a model
 
 @pytest.fixture
-def llm(memory_env, openai_server):
-    memory_env.LLM_ENABLED = True
-    memory_env.OPENAI_API_KEY = openai_server.api_key
-    memory_env.OPENAI_BASE_URL = openai_server.base_url
-    memory_env.OPENAI_TIMEOUT = 3.0
-    memory_env.OPENAI_MAX_RETRIES = 0
-    configured.chat_model.cache_clear()
-    return openai_server
+def llm(chat_model):
+    """The fake chat model (tests/fakes.py): what is asked and answered, not the HTTP client."""
+    return chat_model
 
 
 def test_the_model_confirms_an_uncertain_candidate(make_user, llm):
@@ -235,7 +229,7 @@ def test_the_model_confirms_an_uncertain_candidate(make_user, llm):
     [row] = supersession_detect(user_id=user.pk, fact_ids=[str(york.pk)])
     assert (row.status, row.decided_by) == ("superseded", "model")
     assert "they now live in York" in row.reason
-    prompt = llm.chat_requests()[0].body["messages"][-1]["content"]
+    prompt = llm.calls[0].prompt
     assert "Earlier fact: User lives in Leeds" in prompt and "Newer statement: I live in York." in prompt
 
 

@@ -282,10 +282,7 @@ def test_an_offline_reply_page_is_stored_with_the_recalls_query_vector(make_user
     assert sum(trace.payload["timings_ms"].values()) == pytest.approx(trace.latency_ms, abs=0.5)
 
 
-def test_a_model_reply_page_is_embedded_with_its_reply(make_user, memory_env, openai_server, counting_embedder):
-    memory_env.LLM_ENABLED, memory_env.OPENAI_BASE_URL = True, openai_server.base_url
-    memory_env.OPENAI_API_KEY = "sk-test"
-    configured.chat_model.cache_clear()
+def test_a_model_reply_page_is_embedded_with_its_reply(make_user, chat_model, counting_embedder):
     user = make_user()
     sona_get_or_create(user=user)
     counting_embedder.texts.clear()  # the sona's name

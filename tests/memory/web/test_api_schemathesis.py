@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from tests.browser.conftest import migrate, running_server, server_env  # noqa: E402
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.real_adapters]  # a child process (the live server) builds the real adapters
 
 SETUP = """
 from memory.services.tokens import token_create

@@ -142,6 +142,7 @@ def test_http_without_a_valid_token_is_refused_before_mcp(make_user, server_url)
         assert response.status_code == 401 and response.json()["code"] == "unauthorized"
 
 
+@pytest.mark.real_adapters  # a child process builds the real adapters: --fakes cannot reach it
 def test_tools_over_stdio_from_the_management_command(tmp_path):
     env = {**os.environ, "MEMORYOS_VAR_DIR": str(tmp_path), "PYTHONPATH": str(ROOT), "MEMORYOS_WARMUP": "0",
            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "HF_HUB_OFFLINE": "1",

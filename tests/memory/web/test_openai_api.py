@@ -162,12 +162,10 @@ def test_earlier_messages_are_context_not_memories_unless_the_setting_says(asgi_
 
 
 def test_the_models_prompt_carries_memory_then_the_clients_context_then_the_turn(asgi_url, ana, memory_env,
-                                                                                 openai_server):
+                                                                                 chat_model):
     user, token = ana
-    memory_env.LLM_ENABLED, memory_env.OPENAI_BASE_URL = True, openai_server.base_url
-    memory_env.OPENAI_API_KEY, memory_env.OPENAI_CHAT_MODEL = openai_server.api_key, "test-chat"
-    openai_server.reply("Noted, Ines is in Braga.")
-    openai_server.reply("She lives in Braga.")
+    memory_env.OPENAI_CHAT_MODEL = chat_model.name = "test-chat"
+    chat_model.reply("Noted, Ines is in Braga.", "She lives in Braga.")
     client = client_for(asgi_url, token)
     ask(client, "My sister Ines lives in Braga.", model="test-chat")
 
@@ -176,10 +174,10 @@ def test_the_models_prompt_carries_memory_then_the_clients_context_then_the_turn
         {"role": "user", "content": "Where does my sister live?"}])
     assert reply.choices[0].message.content == "She lives in Braga."
     assert reply.model_extra["memoryos"]["reply_model"] == "test-chat"
-    sent = [r.body for r in openai_server.requests if r.path.endswith("/chat/completions")][-1]["messages"]
-    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
-    assert "Ines lives in Braga" in sent[0]["content"]  # what was recalled, in the system message
-    assert [m["content"] for m in sent[1:]] == ["Let's talk about family.", "Sure.", "Where does my sister live?"]
+    sent = chat_model.calls[-1].messages
+    assert [m.role for m in sent] == ["system", "user", "assistant", "user"]
+    assert "Ines lives in Braga" in sent[0].content  # what was recalled, in the system message
+    assert [m.content for m in sent[1:]] == ["Let's talk about family.", "Sure.", "Where does my sister live?"]
 
 
 def post(asgi_url: str, token: str | None, body, **headers) -> httpx.Response:
