@@ -637,3 +637,49 @@ def test_a_fake_reaching_into_an_adapter_is_found(tmp_path) -> None:
     assert private_imports(root, FAKES, packages=("memory",)) == [
         "tests.fakes:1 imports the private name _ScopedIndex from memory.adapters.vectors",
         "tests.fakes:3 uses memory.adapters.vectors._ScopedIndex"]
+
+
+# ------------------------------------------------------------------ who starts threads
+
+# Starting a thread, a pool or a process is how work runs: memory.runtime's, and an adapter's own
+# (a stream's reader, the models' warm-up). (module): why it starts one all the same.
+THREAD_MAKERS = ("Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "Process")
+THREAD_OWNERS = ("memory.runtime", "memory.adapters")
+THREAD_EXCEPTIONS = {
+    "memory.recall.pipeline": "the query is embedded on a thread beside recall's reads: a part of one recall, "
+                              "not work the runtime schedules",
+}
+
+
+def thread_starts(root: Path, packages=PACKAGES, exceptions=THREAD_EXCEPTIONS) -> list[str]:
+    """Every call that makes a thread, pool or process outside the runtime and the adapters."""
+    found = []
+    for module, path in module_files(root, packages).items():
+        if _within(module, THREAD_OWNERS) or module in exceptions:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in THREAD_MAKERS:
+                    found.append(f"{module}:{node.lineno} starts a {name}: how work runs is memory.runtime's")
+    return found
+
+
+def test_only_the_runtime_and_the_adapters_start_threads() -> None:
+    assert thread_starts(ROOT) == []
+    modules = module_files(ROOT)
+    assert all(module in modules for module in THREAD_EXCEPTIONS)  # no exception outlives its module
+
+
+def test_a_thread_started_outside_the_runtime_is_found(tmp_path) -> None:
+    root = _tree(tmp_path, {
+        "memory/__init__.py": "",
+        "memory/runtime/lane.py": "import threading\nthreading.Thread(target=print).start()\n",
+        "memory/web/api.py": "import threading\n\ndef f():\n    threading.Thread(target=print).start()\n",
+        "memory/recall/pipeline.py": "from concurrent.futures import ThreadPoolExecutor\nPOOL = ThreadPoolExecutor()\n",
+        "memory/services/holders.py": "from memory.models import ServerProcess\nServerProcess(id=1)\n",
+    })
+    assert thread_starts(root, packages=("memory",), exceptions={}) == [
+        "memory.recall.pipeline:2 starts a ThreadPoolExecutor: how work runs is memory.runtime's",
+        "memory.web.api:4 starts a Thread: how work runs is memory.runtime's",
+    ]
