@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
+from django.db.models import F
 
 from memory.models import ApiToken
 
 
 def api_tokens(*, user) -> list[ApiToken]:
-    return list(ApiToken.objects.filter(user=user).order_by("revoked_at", "-created_at"))
+    """The user's tokens, the active ones (not revoked) first, newest first. NULLs are placed
+    explicitly: SQLite sorts them first and PostgreSQL last, which listed revoked tokens first there."""
+    return list(ApiToken.objects.filter(user=user).order_by(F("revoked_at").asc(nulls_first=True), "-created_at"))
 
 
 def user_named(username: str):
