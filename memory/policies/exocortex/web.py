@@ -54,9 +54,10 @@ def decay_settings(request):
     if not request.htmx:
         if saved:
             return redirect("profile")
-        profile_form = ProfileForm(initial=profile_initial(user=request.user))
-        return render(request, "memory/profile.html", {"form": profile_form, "decay_form": form,
-                                                       "model_sections": [PROFILE_SECTION]}, status=400)
+        # The profile page as its own view builds it (every model's section), with this form's errors.
+        context = {**registry.page_context("profile", user=request.user), "decay_form": form,
+                   "form": ProfileForm(initial=profile_initial(user=request.user))}
+        return render(request, "memory/profile.html", context, status=400)
     return render(request, "exocortex/decay_settings.html#decay-form", {"decay_form": form, "decay_saved": saved},
                   status=refused_status(request, not saved))
 
