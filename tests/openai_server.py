@@ -123,6 +123,18 @@ class OpenAIServer:
 
     # -- scripting -------------------------------------------------------------------------
 
+    def serve_chat(self, settings, **overrides: Any) -> None:
+        """Make this server the project's chat model: LLM_ENABLED on, the OpenAI adapter pointed here
+        (a key it accepts), then `overrides` of other settings; the adapter is built anew."""
+        from memory.adapters import configured
+
+        settings.LLM_ENABLED = True
+        settings.OPENAI_API_KEY = "sk-test"
+        settings.OPENAI_BASE_URL = self.base_url
+        for name, value in overrides.items():
+            setattr(settings, name, value)
+        configured.chat_model.cache_clear()
+
     def reply(self, *texts: str) -> None:
         """Queue reply texts; each chat request takes the next one, then DEFAULT_REPLY."""
         with self._lock:

@@ -11,7 +11,6 @@ import time
 import pytest
 from channels.db import database_sync_to_async
 
-from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, PageStatus
 from memory.runtime import chat
 from memory.runtime.chat import REPLY_WORKERS_BUSY, chat_turn_accept, chat_turn_frames
@@ -20,18 +19,9 @@ from memory.services.turns import turn_run
 pytestmark = pytest.mark.usefixtures("memory_env")
 
 
-def _use_llm(memory_env, server, **overrides):
-    memory_env.LLM_ENABLED = True
-    memory_env.OPENAI_API_KEY = "sk-test"
-    memory_env.OPENAI_BASE_URL = server.base_url
-    for name, value in overrides.items():
-        setattr(memory_env, name, value)
-    configured.chat_model.cache_clear()
-
-
 def test_a_model_of_huge_tokens_is_cut_at_the_reply_character_cap(make_user, memory_env, openai_server):
     openai_server.fail("huge_tokens")
-    _use_llm(memory_env, openai_server, REPLY_MAX_CHARS=6000)
+    openai_server.serve_chat(memory_env, REPLY_MAX_CHARS=6000)
     user = make_user()
 
     result = turn_run(user=user, message="Tell me everything.")
@@ -43,7 +33,7 @@ def test_a_model_of_huge_tokens_is_cut_at_the_reply_character_cap(make_user, mem
 def test_a_stalled_model_is_cut_at_the_time_cap_and_its_failures_open_the_breaker(make_user, memory_env,
                                                                                  openai_server):
     openai_server.fail("stall_after_first", times=None)
-    _use_llm(memory_env, openai_server, REPLY_MAX_SECONDS=1.0, OPENAI_FIRST_TOKEN_TIMEOUT=5.0,
+    openai_server.serve_chat(memory_env, REPLY_MAX_SECONDS=1.0, OPENAI_FIRST_TOKEN_TIMEOUT=5.0,
              LLM_BREAKER_FAILURES=2, LLM_BREAKER_COOL_OFF_S=600.0)
     user = make_user()
     for text in ("First message.", "Second message."):
@@ -71,7 +61,7 @@ async def _turn(user, text: str) -> tuple[dict, float]:
 async def test_a_turn_that_finds_every_reply_worker_busy_gets_the_offline_reply_at_once(make_user, memory_env,
                                                                                        openai_server):
     openai_server.fail("stall_after_first", times=None)
-    _use_llm(memory_env, openai_server, REPLY_MAX_SECONDS=3.0, OPENAI_FIRST_TOKEN_TIMEOUT=5.0,
+    openai_server.serve_chat(memory_env, REPLY_MAX_SECONDS=3.0, OPENAI_FIRST_TOKEN_TIMEOUT=5.0,
              LLM_BREAKER_FAILURES=100)
     memory_env.MEMORYOS_CHAT = {**memory_env.MEMORYOS_CHAT, "REPLY_WORKERS": 2}
     chat._reply_places.cache_clear()

@@ -176,21 +176,12 @@ def test_a_newcomers_statements_are_remembered_and_questions_answered_from_them(
         assert "From what I know of you" not in reply and "running coach" not in reply
 
 
-def _use_llm(memory_env, server, **overrides):
-    memory_env.LLM_ENABLED = True
-    memory_env.OPENAI_API_KEY = "sk-test"
-    memory_env.OPENAI_BASE_URL = server.base_url
-    for name, value in overrides.items():
-        setattr(memory_env, name, value)
-    configured.chat_model.cache_clear()
-
-
 def test_a_reply_that_never_stops_is_cut_at_the_token_cap(make_user, memory_env, openai_server):
     # A runaway model on a server that ignores max_tokens streams until its context is full.
     openai_server.honour_max_tokens = False
     openai_server.reply("and again")
     openai_server.fail("never_stop")
-    _use_llm(memory_env, openai_server, REPLY_MAX_TOKENS=25)
+    openai_server.serve_chat(memory_env, REPLY_MAX_TOKENS=25)
     user = make_user()
 
     result = turn_run(user=user, message="Tell me a story.")
@@ -204,7 +195,7 @@ def test_a_model_that_never_answers_falls_back_after_the_first_token_timeout(mak
                                                                              openai_server):
     openai_server.fail("hang", times=None)
     # Before the first-token timeout this turn waited OPENAI_TIMEOUT x 2 attempts (20 s here).
-    _use_llm(memory_env, openai_server, OPENAI_TIMEOUT=10.0, OPENAI_MAX_RETRIES=1,
+    openai_server.serve_chat(memory_env, OPENAI_TIMEOUT=10.0, OPENAI_MAX_RETRIES=1,
              OPENAI_FIRST_TOKEN_TIMEOUT=0.3)
     user = make_user()
     started = time.monotonic()
@@ -219,7 +210,7 @@ def test_a_model_that_never_answers_falls_back_after_the_first_token_timeout(mak
 def test_after_repeated_failures_replies_skip_the_model_and_the_recall_panel_says_so(make_user, memory_env,
                                                                                       openai_server):
     openai_server.fail("http_500", times=None)
-    _use_llm(memory_env, openai_server, OPENAI_MAX_RETRIES=0, LLM_BREAKER_FAILURES=2,
+    openai_server.serve_chat(memory_env, OPENAI_MAX_RETRIES=0, LLM_BREAKER_FAILURES=2,
              LLM_BREAKER_COOL_OFF_S=600.0)
     user = make_user()
     for text in ("First message.", "Second message."):
