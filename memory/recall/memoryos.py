@@ -17,6 +17,7 @@ import numpy as np
 
 from memory.engine.heat import heat_breakdown
 from memory.engine.mid_term import SegmentScore
+from memory.engine.relevance import TurnRelevance
 from memory.engine.retrieval import top_segments
 from memory.engine.similarity import jaccard
 from memory.engine.types import RecalledItem
@@ -32,7 +33,7 @@ from memory.recall.base import (
     owned,
     register_policy,
 )
-from memory.recall.relevance import TurnRelevance, keyword_turns, turn_relevance
+from memory.recall.relevance import keyword_turns, turn_relevance
 
 
 @register_policy

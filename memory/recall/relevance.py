@@ -21,13 +21,13 @@ from typing import Any
 
 from memory.engine import hybrid_scoring as scoring
 from memory.engine.candidates import CandidateSource
-from memory.engine.relevance import RelevanceQuery, TurnRelevance, keyword_hits, min_max, relevance
+from memory.engine.relevance import RelevanceQuery, TurnRelevance, keyword_hits, relevance
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Tier
 from memory.recall import rows
 from memory.recall.candidates import turn_candidates
 
-__all__ = ["PARAMS", "TurnRelevance", "keyword_turns", "min_max", "turn_items", "turn_relevance", "with_params"]
+__all__ = ["PARAMS", "keyword_turns", "turn_items", "turn_relevance", "with_params"]
 
 # The project's parameters; a benchmark's ablation runs with some parts switched off (read at
 # each call, so that it can swap them).

@@ -18,7 +18,7 @@ from django.conf import settings
 
 from memory.engine.candidates import TurnFact
 
-__all__ = ["FIXED_FIELDS", "TurnFact", "TurnFacts", "turn_facts"]
+__all__ = ["FIXED_FIELDS", "TurnFacts", "turn_facts"]
 
 # A turn point's id is derived from (page, position), so these payload fields never change for it.
 FIXED_FIELDS = ("seq", "pos", "speaker", "timestamp")

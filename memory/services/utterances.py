@@ -14,9 +14,10 @@ from django.db import transaction
 
 from memory.adapters import configured
 from memory.engine import hybrid_scoring as scoring
+from memory.engine.candidates import TurnFact
 from memory.engine.ports import VectorPoint
 from memory.models import OFFLINE_MODEL_NAME, DialoguePage, PageStatus, Tier
-from memory.recall.turn_facts import TurnFact, turn_facts
+from memory.recall.turn_facts import turn_facts
 from memory.services.common import lock_user_state
 
 TURN_NAMESPACE = uuid.UUID("6f1d4a52-8a3e-4c7b-9d0e-2b5c8f4e7a10")

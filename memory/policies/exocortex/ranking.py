@@ -28,12 +28,13 @@ from typing import Any
 from django.conf import settings
 
 from memory.adapters import configured
+from memory.engine.relevance import TurnRelevance, min_max
 from memory.engine.types import RecalledItem
 from memory.models import DialoguePage, Recollection, Segment, UserMemoryState
 from memory.policies.exocortex.engine import decay as exo
 from memory.recall import rows
 from memory.recall.base import ItemExplanation, Ranking, RecallContext, RecallPolicy, owned, register_policy
-from memory.recall.relevance import TurnRelevance, keyword_turns, min_max, turn_items, turn_relevance
+from memory.recall.relevance import keyword_turns, turn_items, turn_relevance
 
 RECOLLECTION_FIELDS = ("id", "user_id", "text", "members", "created_at", "repressed", "prompt_similarity")
 RECOLLECTION_KIND = "recollection"  # the point's kind in the index and the recalled item's kind

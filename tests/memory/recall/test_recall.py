@@ -246,7 +246,8 @@ class PayloadReadsCounted:
 
 
 def test_turn_facts_are_read_from_the_index_once_and_per_user(make_user, memory_env):
-    from memory.recall.turn_facts import TurnFact, TurnFacts
+    from memory.engine.candidates import TurnFact
+    from memory.recall.turn_facts import TurnFacts
     from memory.services.utterances import turn_point_id
 
     tune(memory_env, STM_CAPACITY=1)
@@ -310,7 +311,8 @@ def test_turn_facts_keep_at_most_their_size_dropping_the_oldest(make_user, memor
 
 
 def test_maintenance_puts_the_facts_of_the_turns_it_indexes(make_user, memory_env, monkeypatch):
-    from memory.recall.turn_facts import TurnFact, turn_facts
+    from memory.engine.candidates import TurnFact
+    from memory.recall.turn_facts import turn_facts
     from memory.services.utterances import turn_point_id
 
     tune(memory_env, STM_CAPACITY=1)

@@ -13,8 +13,9 @@ import pytest
 
 from memory.adapters import configured
 from memory.engine.hybrid_scoring import PART_NAMES, HybridParams
+from memory.engine.relevance import TurnRelevance
 from memory.models import Tier
-from memory.recall.relevance import TurnRelevance, keyword_turns, turn_relevance
+from memory.recall.relevance import keyword_turns, turn_relevance
 
 # ------------------------------------------------------------------ over a real store
 
