@@ -26,6 +26,12 @@ def bytes_to_vector(blob: bytes | memoryview | None) -> tuple[float, ...]:
     return tuple(np.frombuffer(bytes(blob), dtype=np.float32).tolist())
 
 
+def bytes_to_array(blob: bytes | memoryview | None) -> np.ndarray:
+    """The stored vector as a read-only float32 array, without a Python float per dimension (what
+    bytes_to_vector builds: 384 of them per vector)."""
+    return np.frombuffer(bytes(blob) if blob else b"", dtype=np.float32)
+
+
 class Sona(models.Model):
     """A sona: an assistant voice the user talks to; its profile is the agent profile."""
 

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import NamedTuple
 
 from .heat import segment_heat
 from .similarity import cosines, jaccard, running_centroid
@@ -21,6 +22,15 @@ class SegmentScore:
     @property
     def fscore(self) -> float:
         return self.cos + self.jaccard
+
+
+class SegmentTopic(NamedTuple):
+    """What Fscore reads of a segment: a page is scored against every active one on each move, so
+    a move reads these three columns, not whole segments (the vector may be a float32 array)."""
+
+    id: str
+    keywords: frozenset[str]
+    embedding: Sequence[float]
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,7 @@ class Promotion:
 
 
 def score_segments(*, embedding: Sequence[float], keywords: frozenset[str],
-                   segments: Iterable[SegmentView]) -> list[SegmentScore]:
+                   segments: Iterable[SegmentView | SegmentTopic]) -> list[SegmentScore]:
     """Fscore of every segment against a page or query, best first (ties by id for determinism).
 
     The cosines in one matrix product: a page is scored against every active segment (up to
@@ -56,7 +66,8 @@ def score_segments(*, embedding: Sequence[float], keywords: frozenset[str],
     return sorted(scores, key=lambda s: (-s.fscore, s.segment_id))
 
 
-def plan_merge(page: PageView, segments: Iterable[SegmentView], *, params: MemoryParams) -> MergePlan:
+def plan_merge(page: PageView, segments: Iterable[SegmentView | SegmentTopic], *,
+               params: MemoryParams) -> MergePlan:
     """A page joins the best segment whose Fscore exceeds θ, else it starts a new one."""
     scores = score_segments(embedding=page.embedding, keywords=page.keywords, segments=segments)
     best = scores[0] if scores else None

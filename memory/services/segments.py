@@ -22,6 +22,7 @@ from memory.models import (
     MemoryNode,
     Segment,
     Tier,
+    bytes_to_array,
     bytes_to_vector,
     vector_to_bytes,
 )
@@ -49,15 +50,13 @@ def page_move_to_mtm(*, user_id: int, page_id: str, now: datetime | None = None)
         if page.tier != Tier.STM:
             return None
         view = page.to_engine()
-        # A repressed segment takes no new pages: they would be hidden with it.
-        active = list(Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE, repressed=False))
-        plan = mid_term.plan_merge(view, [s.to_engine() for s in active], params=params)
+        plan = mid_term.plan_merge(view, _merge_topics(user_id), params=params)
         if plan.segment_id is None:
             segment = Segment(user_id=user_id, last_access=at)
             engine_segment = SegmentView(id="", summary="", keywords=frozenset(), embedding=(), n_visit=0,
                                          l_interaction=0, last_access=at)
         else:
-            segment = next(s for s in active if str(s.id) == plan.segment_id)
+            segment = Segment.objects.get(user_id=user_id, id=plan.segment_id)
             engine_segment = segment.to_engine()
         merged = mid_term.segment_after_merge(engine_segment, view)
         # moved_at is the wall clock: promotion reads the pages moved since its last run by it.
@@ -71,6 +70,15 @@ def page_move_to_mtm(*, user_id: int, page_id: str, now: datetime | None = None)
         point_ids = [str(page.id)] + (turn_point_ids(page) if page.turns_indexed else [])
         transaction.on_commit(lambda: _sync_move(user_id, point_ids, page_payload, seg_point))
     return plan.segment_id is None
+
+
+def _merge_topics(user_id: int) -> list[mid_term.SegmentTopic]:
+    """The active segments a page may join, as Fscore reads them: id, keywords and vector only.
+    A repressed segment takes no new pages: they would be hidden with it. (Whole rows, their
+    vectors as tuples of Python floats, were a quarter of a write's own work at 200 segments.)"""
+    rows = Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE, repressed=False)
+    return [mid_term.SegmentTopic(str(pk), frozenset(keywords), bytes_to_array(blob))
+            for pk, keywords, blob in rows.values_list("id", "keywords", "embedding")]
 
 
 def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) -> None:

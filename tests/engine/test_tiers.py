@@ -66,6 +66,22 @@ def test_merge_picks_best_fscore():
     assert [c.segment_id for c in plan.candidates] == ["b", "a"]
 
 
+def test_merge_reads_topics_with_float32_vectors_as_whole_segments():
+    # A move scores SegmentTopic rows (id, keywords, the stored float32 vector): the same plan,
+    # to the bit, as whole segments whose vectors are the same float32 values as Python floats.
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((5, 8)).astype(np.float32)
+    words = [("dog",), ("dog", "park"), (), ("vet",), ("park", "walk")]
+    whole = [seg(f"s{i}", embedding=v.tolist(), keywords=w) for i, (v, w) in enumerate(zip(vectors, words))]
+    topics = [mid_term.SegmentTopic(f"s{i}", frozenset(w), v) for i, (v, w) in enumerate(zip(vectors, words))]
+    query = page(embedding=tuple(float(x) for x in vectors[1] + 0.1), keywords=("dog", "park"))
+    assert mid_term.plan_merge(query, topics, params=MemoryParams()) == \
+        mid_term.plan_merge(query, whole, params=MemoryParams())
+    assert mid_term.plan_merge(query, topics, params=MemoryParams()).segment_id == "s1"
+
+
 def test_no_segments_means_new_segment():
     assert mid_term.plan_merge(page(), [], params=MemoryParams()).segment_id is None
 
