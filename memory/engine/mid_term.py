@@ -117,6 +117,13 @@ def plan_eviction(segments: Sequence[SegmentView], *, now: datetime, params: Mem
                     heats=tuple(heat for heat, _ in coldest))
 
 
+def promotion_floor(params: MemoryParams) -> float:
+    """What α·N_visit + β·L_interaction must exceed for a segment's heat to pass τ: recency is at
+    most 1, so γ·R_recency adds at most max(γ, 0). A store may read only the segments above it
+    (no recency needed) and leave the exact test to plan_promotions."""
+    return params.heat_threshold - max(params.heat_gamma, 0.0)
+
+
 def plan_promotions(segments: Iterable[SegmentView], *, now: datetime,
                     params: MemoryParams) -> list[Promotion]:
     """Segments whose heat exceeds τ and that hold pages not yet promoted (L_interaction > 0).

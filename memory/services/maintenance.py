@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import ExpressionWrapper, F, FloatField, QuerySet
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -273,9 +273,15 @@ def _rederive_segments(user_id: int) -> int:
 
 def _promote(user_id: int, now: datetime) -> list[str]:
     params = memory_params()
-    # Heat reads no embedding: 200 segments' vectors decoded on every run were a tenth of a write.
-    active = [s.to_engine(with_embedding=False)
-              for s in Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).defer("embedding")]
+    # Only segments that could be hot enough: heat without its recency term above
+    # mid_term.promotion_floor (less a hair, for SQL's float arithmetic); plan_promotions decides.
+    # Reading all 200 active segments on every run was a seventh of a write's own work.
+    floor = mid_term.promotion_floor(params)
+    base = ExpressionWrapper(F("n_visit") * params.heat_alpha + F("l_interaction") * params.heat_beta,
+                             output_field=FloatField())
+    active = [s.to_engine(with_embedding=False) for s in
+              Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE, l_interaction__gt=0)
+              .alias(base=base).filter(base__gt=floor - 1e-9 * max(1.0, abs(floor))).defer("embedding")]
     promoted = []
     for promotion in mid_term.plan_promotions(active, now=now, params=params):
         if promote_segment(user_id=user_id, segment_id=promotion.segment_id, heat=promotion.heat, now=now):

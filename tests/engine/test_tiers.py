@@ -113,6 +113,18 @@ def test_promotion_over_tau_only_with_new_pages():
     assert promotions[0].heat == pytest.approx(6.0)
 
 
+def test_promotion_floor_is_tau_less_the_most_recency_can_add():
+    # heat = α·n + β·l + γ·R with R in (0, 1]: only α·n + β·l > τ − max(γ, 0) can pass τ
+    assert mid_term.promotion_floor(MemoryParams()) == pytest.approx(4.0)  # τ 5, γ 1
+    assert mid_term.promotion_floor(MemoryParams(heat_threshold=2.5, heat_gamma=0.5)) == pytest.approx(2.0)
+    assert mid_term.promotion_floor(MemoryParams(heat_gamma=-1.0)) == pytest.approx(5.0)
+    # A segment just above the floor passes τ by its recency alone; one at the floor cannot.
+    params = MemoryParams(heat_threshold=4.5)
+    lifted, at_floor = seg("lifted", l_interaction=4), seg("old", l_interaction=3, n_visit=0)
+    assert 4 > mid_term.promotion_floor(params) and 3 <= mid_term.promotion_floor(params)
+    assert [p.segment_id for p in mid_term.plan_promotions([lifted, at_floor], now=NOW, params=params)] == ["lifted"]
+
+
 def test_state_transitions():
     s = seg("s", embedding=(1.0, 0.0), l_interaction=2, pages=2, n_visit=1, age_s=100)
     merged = mid_term.segment_after_merge(s, page(embedding=(0.0, 1.0)))

@@ -129,6 +129,40 @@ def test_hot_segment_is_promoted_with_provenance_and_resets(make_user, memory_en
     assert configured.vector_index().count(user_id=str(user.pk), kind="kb") == facts.count()
 
 
+def test_promotion_reads_only_segments_that_could_pass_tau(make_user, memory_env, monkeypatch):
+    """Promotion reads the segments whose heat without recency is above τ − γ: a segment that only
+    its recency lifts over τ is still promoted; the cold and the already-promoted are not read."""
+    from memory.engine import mid_term
+    from memory.services import maintenance
+
+    tune(memory_env, HEAT_THRESHOLD=4.5)  # floor 3.5 with γ 1
+    user = make_user()
+    now = timezone.now()
+
+    def segment(name, last_access=now, **counts):
+        return Segment.objects.create(user=user, summary=name, last_access=last_access, **counts)
+
+    lifted = segment("lifted", l_interaction=4)  # 4 + recency 1 = 5 > 4.5
+    faded = segment("faded", l_interaction=4, last_access=now - timezone.timedelta(days=3650))  # 4 + ~0
+    segment("cold", l_interaction=3)  # at most 3 + 1 = 4
+    segment("visited", n_visit=9)  # hot, but nothing new since its promotion
+    Segment.objects.create(user=user, summary="gone", l_interaction=9, last_access=now,
+                           status=Segment.Status.EVICTED)
+    seen, promoted = [], []
+    real_plan = mid_term.plan_promotions
+
+    def plan(segments, **kw):
+        segments = list(segments)
+        seen.extend(s.summary for s in segments)
+        return real_plan(segments, **kw)
+
+    monkeypatch.setattr(maintenance.mid_term, "plan_promotions", plan)
+    monkeypatch.setattr(maintenance, "promote_segment", lambda **kw: promoted.append(kw["segment_id"]) or True)
+    assert maintenance._promote(user.pk, now) == [str(lifted.id)]
+    assert sorted(seen) == ["faded", "lifted"] and promoted == [str(lifted.id)]
+    assert faded.id not in promoted
+
+
 def test_kb_and_agent_traits_stay_fifo_bounded(make_user, memory_env):
     tune(memory_env, STM_CAPACITY=1, KB_CAPACITY=3, AGENT_TRAIT_CAPACITY=2, HEAT_THRESHOLD=0.5,
          FACTS_AT_TURN=False)  # promotion's own facts, not the turns'
