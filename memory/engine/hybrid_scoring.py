@@ -9,7 +9,9 @@ boost for the participant the query names. The weights were chosen on the LoCoMo
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import operator
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -103,7 +105,7 @@ def _z_placed(scores: Mapping[str, float] | None, position: Mapping[str, int]) -
     mean, spread = values.mean(), values.std()
     if spread == 0:
         return np.zeros(len(position))
-    at = np.fromiter((position.get(key, -1) for key in scores), dtype=np.int64, count=len(scores))
+    at = np.fromiter(map(position.get, scores, itertools.repeat(-1)), dtype=np.int64, count=len(scores))
     listed = at >= 0
     result = np.full(len(position), (values.min() - mean) / spread)
     result[at[listed]] = (values[listed] - mean) / spread
@@ -126,7 +128,7 @@ def fused_parts(*, keys: Sequence[str], dense: Mapping[str, float], sparse: Mapp
     parts[:, 3] = params.hop_weight * _z_placed(hop, position)
     if len(named) == 1:
         boosted = next(iter(named))
-        parts[:, 4] = params.speaker_boost * np.fromiter((speaker == boosted for speaker in speakers),
+        parts[:, 4] = params.speaker_boost * np.fromiter(map(operator.eq, speakers, itertools.repeat(boosted)),
                                                          dtype=bool, count=len(keys))
     if in_window is not None and in_window.any():
         parts[:, 5] = params.time_boost * in_window

@@ -66,14 +66,10 @@ class TurnRelevance:
     @functools.cached_property
     def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(seq, pos, day) of each key, read from the facts in one pass: a recall asks for them
-        several times over about a thousand candidates (`keys` never changes once scored)."""
-        count = len(self.keys)
-        if not count:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        seq, pos, _, said = zip(*map(self.facts.__getitem__, self.keys), strict=True)
-        return (np.array(seq, dtype=np.int64), np.array(pos, dtype=np.int64),
-                (np.array(said, dtype=float) // 86400).astype(np.int64))  # TurnFact.day
+        several times over about a thousand candidates (`keys` never changes once scored).
+        Scoring sets them from the columns it read (FactColumns)."""
+        columns = FactColumns.of(self.facts, self.keys)
+        return columns.seq, columns.pos, columns.day
 
     @property
     def seq(self) -> np.ndarray:
@@ -122,6 +118,35 @@ class TurnRelevance:
         return parts
 
 
+@dataclass(frozen=True)
+class FactColumns:
+    """The turn facts of `keys` as columns, read in one pass: (seq, pos, day) for ranking, the
+    speakers and the times for the boosts. A scoring pass reads all of them over about a thousand
+    candidates; reading each from the facts on its own took a millisecond apiece a recall."""
+
+    seq: np.ndarray
+    pos: np.ndarray
+    day: np.ndarray
+    said: np.ndarray  # TurnFact.timestamp
+    speakers: tuple[str, ...]
+
+    @classmethod
+    def of(cls, facts: Mapping[str, TurnFact], keys: Sequence[str]) -> FactColumns:
+        if not keys:
+            empty = np.zeros(0, dtype=np.int64)
+            return cls(empty, empty, empty, np.zeros(0), ())
+        seq, pos, speakers, said = zip(*map(facts.__getitem__, keys), strict=True)
+        seconds = np.array(said, dtype=float)
+        return cls(np.array(seq, dtype=np.int64), np.array(pos, dtype=np.int64),
+                   (seconds // 86400).astype(np.int64), seconds, speakers)  # TurnFact.day
+
+    def extended(self, more: FactColumns) -> FactColumns:
+        """These columns followed by `more`'s (the keys a second pass adds after the first's)."""
+        return FactColumns(np.concatenate((self.seq, more.seq)), np.concatenate((self.pos, more.pos)),
+                           np.concatenate((self.day, more.day)), np.concatenate((self.said, more.said)),
+                           self.speakers + more.speakers)
+
+
 def min_max(values: Iterable[float]) -> Callable[[float], float]:
     """The map of a score onto [0, 1] by the best and weakest of `values` (1.0 for all when they
     are flat or empty; scores outside the range are clamped)."""
@@ -152,20 +177,26 @@ def relevance(query: RelevanceQuery, candidates: CandidateSource, params: scorin
     if not facts:
         return TurnRelevance([], {}, np.zeros((0, len(scoring.PART_NAMES))), np.zeros(0), dense, sparse, window,
                              params=params)
-    speakers = {fact.speaker for fact in facts.values()}
+    columns = FactColumns.of(facts, list(facts))
+    speakers = set(columns.speakers)
     named = scoring.named_speakers(query.text, speakers)
-    first = _score(facts, dense, sparse, None, None, named, window, params)
+    first = _score(facts, columns, dense, sparse, None, None, named, window, params)
     # The feedback query leans toward the best hits by their unsmoothed parts.
-    top = [first.keys[i] for i in np.argsort(-first.parts.sum(axis=1), kind="stable")[:params.feedback_top]]
+    unsmoothed = np.argsort(-first.parts.sum(axis=1), kind="stable")
+    top = [first.keys[i] for i in unsmoothed[:params.feedback_top]]
     read = candidates.vectors(top)
     top_vectors = [read[key] for key in top if key in read]  # in `top`'s order, whatever the source's
     feedback = candidates.dense(scoring.feedback_query(query.vector, top_vectors, mix=params.feedback_mix),
                                 params.candidates)
     hop, bridge = None, []
     if params.hop_weight > 0:
-        hop, bridge = _second_hop(candidates, query.text, first, speakers, params)
-    facts.update(candidates.facts([key for key in {**feedback, **(hop or {})} if key not in facts]))
-    result = _score(facts, dense, sparse, feedback, hop, named, window, params, learned)
+        hop, bridge = _second_hop(candidates, query.text, first, unsmoothed, speakers, params)
+    added = candidates.facts([key for key in {**feedback, **(hop or {})} if key not in facts])
+    facts.update(added)  # after the first pass's keys, so their columns are the first's
+    columns = columns.extended(FactColumns.of(added, list(added)))
+    if len(columns.seq) != len(facts):  # a source that answered with keys it had given before
+        columns = FactColumns.of(facts, list(facts))
+    result = _score(facts, columns, dense, sparse, feedback, hop, named, window, params, learned)
     result.bridge = bridge
     if params.pair_weight > 0 and params.pair_questions > 0:
         lift_answers(candidates, result)
@@ -269,27 +300,37 @@ def _anchored_window(candidates: CandidateSource, query: str, params: scoring.Hy
     return anchor.window(fact.timestamp) if fact is not None and fact.timestamp else None
 
 
-def _score(facts, dense, sparse, feedback, hop, named, window: Window | None,
+def _score(facts, columns: FactColumns, dense, sparse, feedback, hop, named, window: Window | None,
            params: scoring.HybridParams, learned: dict[int, float] | None = None) -> TurnRelevance:
+    """One scoring pass over every key of `facts`, whose facts `columns` holds in the same order."""
     keys = list(facts)
-    speakers = [facts[key].speaker for key in keys]
     in_window = None
     if window is not None:
-        in_window = np.fromiter((window.contains(facts[key].timestamp) for key in keys), dtype=bool, count=len(keys))
+        in_window = _in_window(window, columns.said)
     long_term = None
     if learned:
-        long_term = np.fromiter((learned.get(facts[key].seq, 0.0) for key in keys), dtype=float, count=len(keys))
-    parts = scoring.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=feedback, speakers=speakers,
+        long_term = np.fromiter(map(learned.get, columns.seq.tolist(), itertools.repeat(0.0)), dtype=float,
+                                count=len(keys))
+    parts = scoring.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=feedback, speakers=columns.speakers,
                                 named=named, params=params, hop=hop, in_window=in_window, long_term=long_term)
     found = TurnRelevance(keys, facts, parts, np.zeros(len(keys)), dense, sparse, window, params=params)
-    found.final = scoring.final_array(parts, found.seq, found.pos, params=params)
+    found.__dict__["_columns"] = (columns.seq, columns.pos, columns.day)  # the cached property, read already
+    found.final = scoring.final_array(parts, columns.seq, columns.pos, params=params)
     return found
 
 
-def _second_hop(candidates: CandidateSource, query: str, first: TurnRelevance, speakers: set[str],
-                params: scoring.HybridParams) -> tuple[dict[str, float] | None, list[str]]:
-    """A keyword search for what the first hits share beyond the query (scoring.bridge_terms)."""
-    seeds = [first.keys[i] for i in np.argsort(-first.parts.sum(axis=1), kind="stable")[:params.hop_seeds]]
+def _in_window(window: Window, said: np.ndarray) -> np.ndarray:
+    """Window.contains over an array of Unix seconds (the same comparisons, on float64)."""
+    if window.month is not None:
+        return np.fromiter(map(window.contains, said.tolist()), dtype=bool, count=len(said))
+    return (window.start <= said) & (said < window.end)
+
+
+def _second_hop(candidates: CandidateSource, query: str, first: TurnRelevance, unsmoothed: np.ndarray,
+                speakers: set[str], params: scoring.HybridParams) -> tuple[dict[str, float] | None, list[str]]:
+    """A keyword search for what the first hits share beyond the query (scoring.bridge_terms);
+    `unsmoothed` is the first pass's order by its unsmoothed parts, best first."""
+    seeds = [first.keys[i] for i in unsmoothed[:params.hop_seeds]]
     texts = candidates.texts([first.facts[key] for key in seeds])
     terms = scoring.bridge_terms(query, texts, exclude=speakers, limit=params.hop_terms)
     if not terms:

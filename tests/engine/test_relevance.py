@@ -15,7 +15,16 @@ import pytest
 
 from memory.engine.candidates import Candidates, CandidateSource, Turn, TurnFact
 from memory.engine.hybrid_scoring import PART_NAMES, HybridParams
-from memory.engine.relevance import RelevanceQuery, TurnRelevance, keyword_hits, learned_from, relevance
+from memory.engine.relevance import (
+    FactColumns,
+    RelevanceQuery,
+    TurnRelevance,
+    _in_window,
+    keyword_hits,
+    learned_from,
+    relevance,
+)
+from memory.engine.time_window import question_window
 from memory.engine.types import RecalledItem
 
 DAY = 86400.0
@@ -255,3 +264,28 @@ def test_the_seq_pos_and_day_columns_are_the_facts_read_once():
     assert day.tolist() == [fact.day for fact in facts] == [0, 0, 1, 10, -1, -2]
     assert found.seq is seq  # read once
     assert relevance_of([], []).ranked(3) == [] and relevance_of([], []).page_scores() == {}
+
+
+def test_the_second_pass_s_columns_are_the_first_s_and_the_added_turns():
+    # the feedback query, pulled hard toward a and b ([1, 0] + 10 · [0.5, 0.5]), finds c, which
+    # neither first list held: its facts come after a's and b's
+    query = "What about the lake?"
+    source = Candidates(turns(*ABC), keywords={query: {"b": 3.0}})
+    params = HybridParams(candidates=1, feedback_mix=10.0, hop_weight=0.0, pair_weight=0.0, meaning_weight=0.0,
+                          long_term_boost=0.0)
+    found = relevance(RelevanceQuery(query, [1.0, 0.0], ASKED_AT), source, params)
+    assert found.keys == ["a", "b", "c"]
+    afresh = FactColumns.of(found.facts, found.keys)
+    assert all(np.array_equal(read, fresh) for read, fresh in zip(found._columns, (afresh.seq, afresh.pos, afresh.day),
+                                                                   strict=True))
+    assert afresh.speakers == tuple(found.facts[key].speaker for key in found.keys)
+    assert FactColumns.of({}, []).speakers == () and len(FactColumns.of({}, []).extended(afresh).seq) == len(found.keys)
+
+
+@pytest.mark.parametrize("words", ["in May 2023", "on 8 May 2023", "in May"])
+def test_the_period_is_tested_over_an_array_as_window_contains_tests_one_time(words):
+    window = question_window(f"What happened {words}?", now=ASKED_AT)
+    day = datetime(2023, 5, 8, tzinfo=UTC).timestamp()
+    said = np.array([MAY, JUNE, day, day - 0.001, day + DAY, day + DAY - 0.001,
+                     datetime(2021, 5, 1, tzinfo=UTC).timestamp(), 0.0, -DAY])
+    assert _in_window(window, said).tolist() == [window.contains(float(at)) for at in said]
