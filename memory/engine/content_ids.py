@@ -21,6 +21,7 @@ more than once, so that names are derived from content alone and an imported nod
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import uuid
@@ -62,16 +63,29 @@ def _named(edges: Iterable[tuple[str, float, str]]) -> dict[str, tuple[float, st
         targets = by_relation.get(relation)
         if targets is None:
             targets = by_relation[relation] = []
-        targets.append((target, min(max(float(weight), 0.0), 1.0)))
+        if type(weight) is not float or not 0.0 <= weight <= 1.0:
+            weight = min(max(float(weight), 0.0), 1.0)
+        targets.append((target, weight))
     named: dict[str, tuple[float, str]] = {}
     for relation, targets in by_relation.items():
         if len(targets) == 1:
             named[relation] = (targets[0][1], targets[0][0])
             continue
         targets.sort()  # by CID, then weight: a node's names follow from its content alone
-        for index, (target, weight) in enumerate(targets, start=1):
-            named[f"{relation}/{index}"] = (weight, target)
+        named.update(zip(_numbered(relation, len(targets)), [(weight, target) for target, weight in targets],
+                         strict=True))
     return named
+
+
+def _numbered(relation: str, count: int) -> tuple[str, ...]:
+    """"relation/1" .. "relation/<count>"."""
+    return _numbered_upto(relation, 1 << (count - 1).bit_length())[:count]
+
+
+@functools.lru_cache(maxsize=64)
+def _numbered_upto(relation: str, capacity: int) -> tuple[str, ...]:
+    # remembered by powers of two: a segment that took one page more has the same names but one
+    return tuple(f"{relation}/{index}" for index in range(1, capacity + 1))
 
 
 def row_content(kind: str, row: Any) -> tuple[dict[str, Any], datetime | None]:
