@@ -82,13 +82,7 @@ class _Row(NamedTuple):
 
 def _readdress(marked: dict[int, str]) -> None:
     """The marked nodes and everything that depends on them, re-addressed in dependency order."""
-    closure, frontier = set(marked), set(marked)
-    while frontier:
-        found: set[int] = set()
-        for chunk in _chunks(frontier):
-            found.update(MemoryEdge.objects.filter(target_id__in=chunk).values_list("source_id", flat=True))
-        frontier = found - closure
-        closure |= frontier
+    closure = _dependents_closure(set(marked))
     nodes, edges = _closure_read(closure)
     new_cid: dict[int, str] = {}
     changed: list[tuple[_Row, str, bytes, str]] = []  # (node, its new cid and block, the cid it had)
@@ -103,6 +97,22 @@ def _readdress(marked: dict[int, str]) -> None:
         if cid != node.cid or block != node.block or old != node.cid:
             changed.append((node, cid, block, old))
     _readdress_write(changed)
+
+
+def _dependents_closure(closure: set[int]) -> set[int]:
+    """The nodes and what depends on them, transitively (plain SQL: one short query a level)."""
+    edge_table = connection.ops.quote_name(MemoryEdge._meta.db_table)
+    frontier = set(closure)
+    with connection.cursor() as cursor:
+        while frontier:
+            found: set[int] = set()
+            for chunk in _chunks(frontier):
+                cursor.execute(f"SELECT DISTINCT source_id FROM {edge_table} "
+                               f"WHERE target_id IN ({', '.join(['%s'] * len(chunk))})", chunk)
+                found.update(source for (source,) in cursor.fetchall())
+            frontier = found - closure
+            closure |= frontier
+    return closure
 
 
 def _closure_read(closure: set[int]) -> tuple[dict[int, _Row], dict[int, list[tuple[str, float, int, str]]]]:
