@@ -21,6 +21,7 @@ more than once, so that names are derived from content alone and an imported nod
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import uuid
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from memory.engine.ipld import Dependency, Link, block_cid, node_build, node_decode, node_encode
+from memory.engine.ipld import Dependency, Link, block_cid, node_build, node_encode, node_with_dependencies
 
 
 class ContentBlock(NamedTuple):
@@ -51,17 +52,40 @@ def content_id(kind: str, data: Any, *, timestamp: datetime | float | None = Non
 
 def dependency_map(edges: Iterable[tuple[str, float, str]]) -> dict[str, Dependency]:
     """Named dependencies from (relation, weight, target CID) edges; weights clamped into [0, 1]."""
+    return {name: Dependency(weight, target) for name, (weight, target) in _named(edges).items()}
+
+
+def _named(edges: Iterable[tuple[str, float, str]]) -> dict[str, tuple[float, str]]:
+    """dependency_map's names and (weight, target CID) pairs, as plain tuples: a segment has one
+    for every page it holds, and block_with_edges hands them on to the encoder as they are."""
     by_relation: dict[str, list[tuple[str, float]]] = {}
     for relation, weight, target in edges:
-        by_relation.setdefault(relation, []).append((target, min(max(float(weight), 0.0), 1.0)))
-    named: dict[str, Dependency] = {}
+        targets = by_relation.get(relation)
+        if targets is None:
+            targets = by_relation[relation] = []
+        if type(weight) is not float or not 0.0 <= weight <= 1.0:
+            weight = min(max(float(weight), 0.0), 1.0)
+        targets.append((target, weight))
+    named: dict[str, tuple[float, str]] = {}
     for relation, targets in by_relation.items():
         if len(targets) == 1:
-            named[relation] = Dependency(targets[0][1], targets[0][0])
+            named[relation] = (targets[0][1], targets[0][0])
             continue
-        for index, (target, weight) in enumerate(sorted(targets), start=1):
-            named[f"{relation}/{index}"] = Dependency(weight, target)
+        targets.sort()  # by CID, then weight: a node's names follow from its content alone
+        named.update(zip(_numbered(relation, len(targets)), [(weight, target) for target, weight in targets],
+                         strict=True))
     return named
+
+
+def _numbered(relation: str, count: int) -> tuple[str, ...]:
+    """"relation/1" .. "relation/<count>"."""
+    return _numbered_upto(relation, 1 << (count - 1).bit_length())[:count]
+
+
+@functools.lru_cache(maxsize=64)
+def _numbered_upto(relation: str, capacity: int) -> tuple[str, ...]:
+    # remembered by powers of two: a segment that took one page more has the same names but one
+    return tuple(f"{relation}/{index}" for index in range(1, capacity + 1))
 
 
 def row_content(kind: str, row: Any) -> tuple[dict[str, Any], datetime | None]:
@@ -82,8 +106,14 @@ def row_content(kind: str, row: Any) -> tuple[dict[str, Any], datetime | None]:
 
 def block_with_dependencies(block: bytes, dependencies: Mapping[str, Dependency]) -> ContentBlock:
     """The same node (kind, data, timestamp) with other dependencies: a node whose edges changed."""
-    node = node_decode(block)
-    return content_block(kind=node.kind, data=node.data, timestamp=node.timestamp, dependencies=dependencies)
+    new_block = node_with_dependencies(block, dependencies)
+    return ContentBlock(block_cid(new_block), new_block)
+
+
+def block_with_edges(block: bytes, edges: Iterable[tuple[str, float, str]]) -> ContentBlock:
+    """block_with_dependencies(block, dependency_map(edges)), without a Dependency per edge."""
+    new_block = node_with_dependencies(block, _named(edges))
+    return ContentBlock(block_cid(new_block), new_block)
 
 
 def legacy_content_id(kind: str, content: dict[str, Any]) -> str:

@@ -62,6 +62,8 @@ SHA2_256 = 0x12
 NODE_KEYS = frozenset({"timestamp", "kind", "data", "dependencies"})
 REQUIRED_KEYS = frozenset({"kind", "data", "dependencies"})
 _LINK_TAG = b"\xd8\x2a"  # CBOR tag 42 as libipld writes it
+NOT_CANONICAL = ("not canonical DAG-CBOR (re-encoding the node gives other bytes: a 32-bit float, "
+                 "a long-form integer, or plain bytes that look like a link)")
 
 
 class NodeError(ValueError):
@@ -315,10 +317,7 @@ def _wire(node: MemoryNode) -> dict[str, Any]:
         raise NodeError(f"kind: a node's kind must be a non-empty string, not {node.kind!r}")
     if not isinstance(node.dependencies, Mapping):
         raise NodeError(f"dependencies: expected a mapping of name -> (weight, CID), not {node.dependencies!r}")
-    dependencies = {}
-    for name, value in node.dependencies.items():
-        dependency = _dependency(name, value)
-        dependencies[_text(name, f"dependencies/{name}")] = [dependency.weight, cid_bytes(dependency.cid)]
+    dependencies = _dependencies_wire(node.dependencies)
     wire = {"kind": _text(node.kind, "kind"), "data": dag_value(node.data), "dependencies": dependencies}
     timestamp = _timestamp(node.timestamp)
     if timestamp is not None:
@@ -380,9 +379,49 @@ def node_decode(block: bytes) -> MemoryNode:
         raise NodeError(f"not DAG-CBOR: {error}") from None
     node = _from_wire(wire)
     if node_encode(node) != bytes(block):
-        raise NodeError("not canonical DAG-CBOR (re-encoding the node gives other bytes: a 32-bit float, "
-                        "a long-form integer, or plain bytes that look like a link)")
+        raise NodeError(NOT_CANONICAL)
     return node
+
+
+def node_with_dependencies(block: bytes, dependencies: Mapping[str, Any]) -> bytes:
+    """The block of the node `block` holds (its kind, data, timestamp) with other dependencies:
+    node_encode's bytes for that node, without turning the old block's dependencies into Python
+    values and back (a segment's block lists every page it holds, and all of them are replaced).
+
+    The block is checked as node_decode checks it, but for the shape of each old dependency (it
+    is not kept): canonical DAG-CBOR, and the node without its dependencies a memory node."""
+    try:
+        wire = libipld.decode_dag_cbor(block)
+    except (ValueError, RecursionError) as error:
+        raise NodeError(f"not DAG-CBOR: {error}") from None
+    if not isinstance(wire, dict) or not isinstance(wire.get("dependencies"), dict):
+        return node_encode(node_decode(block))  # not a node: node_decode says why
+    if libipld.encode_dag_cbor(wire) != bytes(block):
+        node_decode(block)  # names what is wrong
+        raise NodeError(NOT_CANONICAL)
+    wire["dependencies"] = {}
+    if node_encode(_from_wire(wire)) != libipld.encode_dag_cbor(wire):
+        raise NodeError(NOT_CANONICAL)
+    wire["dependencies"] = _dependencies_wire(dependencies)
+    return libipld.encode_dag_cbor(wire)
+
+
+def _dependencies_wire(dependencies: Mapping[str, Any]) -> dict[str, list]:
+    """`_wire`'s dependencies: (weight, CID) pairs of a float in [0, 1] and a CID string under a
+    plain name (what content_ids names edges) taken as they are, anything else checked."""
+    wire = {}
+    for name, value in dependencies.items():
+        if ((type(value) is Dependency or type(value) is tuple) and len(value) == 2 and type(value[0]) is float
+                and 0.0 <= value[0] <= 1.0 and type(name) is str and name and name.isascii()
+                and type(value[1]) is str):
+            try:
+                wire[name] = [value[0] + 0.0, cid_bytes(value[1])]
+                continue
+            except NodeError:
+                pass  # raised again below, with the dependency's name
+        dependency = _dependency(name, value)
+        wire[_text(name, f"dependencies/{name}")] = [dependency.weight, cid_bytes(dependency.cid)]
+    return wire
 
 
 def node_verify(*, cid: str, block: bytes) -> MemoryNode:

@@ -19,11 +19,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from django.db import transaction
+from django.db import connection, transaction
 
-from memory.engine.content_ids import block_with_dependencies, content_block, dependency_map, row_content
+from memory.engine.content_ids import block_with_edges, content_block, dependency_map, row_content
 from memory.models import AttachedFile, DialoguePage, MemoryAlias, MemoryEdge, MemoryNode, Recollection, Segment
 from persona.models import AgentTrait, KnowledgeFact
 
@@ -69,37 +69,70 @@ def _chunks(ids: Iterable, size: int = CHUNK) -> Iterator[list]:
         yield ids[start:start + size]
 
 
+class _Row(NamedTuple):
+    """What re-addressing reads and writes of a node (no model instances: a batch can hold many)."""
+
+    pk: int
+    user_id: int
+    kind: str
+    object_id: str
+    cid: str
+    block: bytes
+
+
 def _readdress(marked: dict[int, str]) -> None:
     """The marked nodes and everything that depends on them, re-addressed in dependency order."""
-    closure, frontier = set(marked), set(marked)
-    while frontier:
-        found: set[int] = set()
-        for chunk in _chunks(frontier):
-            found.update(MemoryEdge.objects.filter(target_id__in=chunk).values_list("source_id", flat=True))
-        frontier = found - closure
-        closure |= frontier
-    nodes: dict[int, MemoryNode] = {}
-    edges: dict[int, list[tuple[str, float, int, str]]] = {pk: [] for pk in closure}
-    for chunk in _chunks(closure):
-        nodes.update((n.pk, n) for n in MemoryNode.objects.filter(pk__in=chunk).only(
-            "id", "user_id", "kind", "object_id", "cid", "block"))
-        for source, relation, weight, target, target_cid in MemoryEdge.objects.filter(
-                source_id__in=chunk).values_list("source_id", "relation", "weight", "target_id", "target__cid"):
-            edges[source].append((relation, weight, target, target_cid))
+    closure = _dependents_closure(set(marked))
+    nodes, edges = _closure_read(closure)
     new_cid: dict[int, str] = {}
-    changed: list[MemoryNode] = []
+    changed: list[tuple[_Row, str, bytes, str]] = []  # (node, its new cid and block, the cid it had)
     for pk in _dependency_order(closure, edges):
         node = nodes[pk]
         if not node.block:  # a blockless node has no data to keep (as in _refresh)
             continue
-        cid, block = block_with_dependencies(bytes(node.block), dependency_map(
-            (relation, weight, new_cid.get(target, target_cid)) for relation, weight, target, target_cid in edges[pk]))
+        cid, block = block_with_edges(node.block, [
+            (relation, weight, new_cid.get(target, target_cid)) for relation, weight, target, target_cid in edges[pk]])
         new_cid[pk] = cid
         old = marked.get(pk, node.cid)
-        if cid != node.cid or block != bytes(node.block) or old != node.cid:
-            node.cid, node.block, node.previous_cid = cid, block, old
-            changed.append(node)
+        if cid != node.cid or block != node.block or old != node.cid:
+            changed.append((node, cid, block, old))
     _readdress_write(changed)
+
+
+def _dependents_closure(closure: set[int]) -> set[int]:
+    """The nodes and what depends on them, transitively (plain SQL: one short query a level)."""
+    edge_table = connection.ops.quote_name(MemoryEdge._meta.db_table)
+    frontier = set(closure)
+    with connection.cursor() as cursor:
+        while frontier:
+            found: set[int] = set()
+            for chunk in _chunks(frontier):
+                cursor.execute(f"SELECT DISTINCT source_id FROM {edge_table} "
+                               f"WHERE target_id IN ({', '.join(['%s'] * len(chunk))})", chunk)
+                found.update(source for (source,) in cursor.fetchall())
+            frontier = found - closure
+            closure |= frontier
+    return closure
+
+
+def _closure_read(closure: set[int]) -> tuple[dict[int, _Row], dict[int, list[tuple[str, float, int, str]]]]:
+    """The nodes, and their edges with the targets' CIDs, in plain SQL: a segment's edges are
+    every page it holds, and the ORM's rows cost more than the block they make."""
+    node_table, edge_table = (connection.ops.quote_name(m._meta.db_table) for m in (MemoryNode, MemoryEdge))
+    nodes: dict[int, _Row] = {}
+    edges: dict[int, list[tuple[str, float, int, str]]] = {pk: [] for pk in closure}
+    with connection.cursor() as cursor:
+        for chunk in _chunks(closure):
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(f"SELECT id, user_id, kind, object_id, cid, block FROM {node_table} "
+                           f"WHERE id IN ({marks})", chunk)
+            nodes.update((row[0], _Row(*row[:5], bytes(row[5]))) for row in cursor.fetchall())
+            cursor.execute(f"SELECT e.source_id, e.relation, e.weight, e.target_id, n.cid FROM {edge_table} e "
+                           f"JOIN {node_table} n ON n.id = e.target_id WHERE e.source_id IN ({marks}) "
+                           "ORDER BY n.cid", chunk)  # names follow the CIDs' order: sorting sorted rows is cheap
+            for source, relation, weight, target, target_cid in cursor.fetchall():
+                edges[source].append((relation, weight, target, target_cid))
+    return nodes, edges
 
 
 def _dependency_order(closure: set[int], edges: dict[int, list[tuple[str, float, int, str]]]) -> list[int]:
@@ -125,22 +158,34 @@ def _dependency_order(closure: set[int], edges: dict[int, list[tuple[str, float,
     return order
 
 
-def _readdress_write(changed: list[MemoryNode]) -> None:
-    """Blocks and CIDs saved; the old CIDs kept as aliases; the rows follow their nodes."""
-    MemoryNode.objects.bulk_update(changed, ["cid", "block"], batch_size=500)
-    moved = [n for n in changed if n.previous_cid != n.cid]
-    MemoryAlias.objects.bulk_create([MemoryAlias(user_id=n.user_id, node=n, cid=n.previous_cid)
-                                     for n in moved if n.previous_cid], ignore_conflicts=True)
-    for node in moved:  # a node back at a CID it had (a new node has no aliases yet)
-        if node.previous_cid:
-            MemoryAlias.objects.filter(node=node, cid=node.cid).delete()
-    by_model: dict[type, list] = {}
-    for node in moved:
+def _readdress_write(changed: list[tuple[_Row, str, bytes, str]]) -> None:
+    """Blocks and CIDs saved; the old CIDs kept as aliases; the rows follow their nodes (plain
+    UPDATEs by id: the ORM's bulk_update builds a CASE per node and field)."""
+    if not changed:
+        return
+    node_table = connection.ops.quote_name(MemoryNode._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {node_table} SET cid = %s, block = %s WHERE id = %s",
+                           [(cid, block, node.pk) for node, cid, block, _old in changed])
+    moved = [(node, cid, old) for node, cid, _block, old in changed if old != cid]
+    MemoryAlias.objects.bulk_create([MemoryAlias(user_id=node.user_id, node_id=node.pk, cid=old)
+                                     for node, _cid, old in moved if old], ignore_conflicts=True)
+    back = [(node.pk, cid) for node, cid, old in moved if old]  # a node back at a CID it had
+    if back:
+        alias_table = connection.ops.quote_name(MemoryAlias._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.executemany(f"DELETE FROM {alias_table} WHERE node_id = %s AND cid = %s", back)
+    by_model: dict[type, list[tuple[str, Any]]] = {}
+    for node, cid, _old in moved:
         model = ROW_MODELS.get(node.kind)
         if model is not None and "@" not in node.object_id:
-            by_model.setdefault(model, []).append(model(pk=model._meta.pk.to_python(node.object_id), cid=node.cid))
+            key = model._meta.pk
+            by_model.setdefault(model, []).append(
+                (cid, key.get_db_prep_value(key.to_python(node.object_id), connection)))
     for model, rows in by_model.items():
-        model.objects.bulk_update(rows, ["cid"], batch_size=500)
+        table, key = connection.ops.quote_name(model._meta.db_table), model._meta.pk.column
+        with connection.cursor() as cursor:
+            cursor.executemany(f"UPDATE {table} SET cid = %s WHERE {connection.ops.quote_name(key)} = %s", rows)
 
 
 def _dependencies(node: MemoryNode) -> dict:
@@ -179,7 +224,8 @@ def _refresh(node: MemoryNode, seen: set[int]) -> None:
     if node.pk in seen or not node.block:  # a cycle would be a bug; a blockless node has no data to keep
         return
     seen.add(node.pk)
-    cid, block = block_with_dependencies(bytes(node.block), _dependencies(node))
+    edges = MemoryEdge.objects.filter(source=node).values_list("relation", "weight", "target__cid")
+    cid, block = block_with_edges(bytes(node.block), list(edges))
     _set_cid(node, cid, block, seen)
 
 

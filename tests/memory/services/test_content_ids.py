@@ -3,7 +3,9 @@ what an independent IPLD implementation computes, dependencies part of the conte
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import contextlib
+import uuid
+from datetime import UTC, datetime, timedelta
 
 import dag_cbor
 import pytest
@@ -11,7 +13,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from multiformats import CID, multihash
 
-from memory.engine.content_ids import content_id
+from memory.engine.content_ids import content_block, content_id, dependency_map
 from memory.engine.ipld import node_decode, node_verify
 from memory.models import MemoryAlias, MemoryEdge, MemoryNode
 from memory.selectors.memories import memory_by_cid
@@ -124,6 +126,50 @@ def test_readdressing_once_gives_the_cids_of_readdressing_every_write(make_user,
     assert memory_by_cid(user=once, cid=marked_cid) is None
     assert [memory_by_cid(user=once, cid=cid)[1].pk for cid in shown] == [p.pk for p in pages]
     assert MemoryAlias.objects.filter(user=once).count() < MemoryAlias.objects.filter(user=eager).count()
+
+
+def _segment_grows(user, pages: int, *, once: bool) -> tuple[MemoryNode, str]:
+    """A segment node of `pages` page nodes, then one page more and the segment's data changed (a
+    page moving in) while one of its pages gets an edge (its CID changes under the segment)."""
+    def page(n):
+        return graph.node_put(user_id=user.pk, kind=MemoryNode.Kind.PAGE, object_id=str(uuid.UUID(int=n + 1)),
+                              data={"query": f"page {n}", "response": "ok"},
+                              timestamp=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(hours=n))
+
+    def segment(summary):
+        return graph.node_put(user_id=user.pk, kind=MemoryNode.Kind.SEGMENT, object_id=str(uuid.UUID(int=0)),
+                              data={"summary": summary, "keywords": ["pages"]})
+
+    batch = graph.readdress_once if once else contextlib.nullcontext
+    with batch():
+        seg, members = segment("first"), [page(n) for n in range(pages)]
+        for member in members:
+            graph.edge_put(user_id=user.pk, source=seg, target=member, relation="contains")
+    grown_from = MemoryNode.objects.get(pk=seg.pk).cid
+    with batch():
+        seg = segment("grown")
+        graph.edge_put(user_id=user.pk, source=seg, target=page(pages), relation="contains")
+        graph.edge_put(user_id=user.pk, source=members[3], target=members[4], relation="follows", weight=0.5)
+    seg.refresh_from_db()
+    return seg, grown_from
+
+
+def test_a_grown_segment_readdressed_once_has_the_cid_built_from_scratch(make_user):
+    once, eager = make_user(), make_user()
+    seg, grown_from = _segment_grows(once, 40, once=True)
+    edges = list(MemoryEdge.objects.filter(source=seg).values_list("relation", "weight", "target__cid"))
+    assert len(edges) == 41
+    scratch = content_block(kind="segment", data={"summary": "grown", "keywords": ["pages"]},
+                            dependencies=dependency_map(edges))
+    assert (seg.cid, bytes(seg.block)) == scratch
+    assert _segment_grows(eager, 40, once=False)[0].cid == seg.cid  # re-addressed on every write
+
+    def state(user):
+        return sorted((n.kind, n.cid, bytes(n.block)) for n in MemoryNode.objects.filter(user=user))
+
+    assert state(once) == state(eager)
+    # the id it had before the page joined resolves; the ones between were never made
+    assert list(MemoryAlias.objects.filter(node=seg).values_list("cid", flat=True)) == [grown_from]
 
 
 def test_readdressing_once_rolls_back_with_the_writes_it_follows(make_user):
