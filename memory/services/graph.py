@@ -188,9 +188,13 @@ def _readdress_write(changed: list[tuple[_Row, str, bytes, str]]) -> None:
             cursor.executemany(f"UPDATE {table} SET cid = %s WHERE {connection.ops.quote_name(key)} = %s", rows)
 
 
+def _edges(node: MemoryNode) -> list[tuple[str, float, str]]:
+    """The node's outgoing edges as (relation, weight, target CID): what its dependencies are named from."""
+    return list(MemoryEdge.objects.filter(source=node).values_list("relation", "weight", "target__cid"))
+
+
 def _dependencies(node: MemoryNode) -> dict:
-    edges = MemoryEdge.objects.filter(source=node).values_list("relation", "weight", "target__cid")
-    return dependency_map(edges)
+    return dependency_map(_edges(node))
 
 
 def _set_cid(node: MemoryNode, cid: str, block: bytes, seen: set[int], *, row_follows: bool = True) -> None:
@@ -224,8 +228,7 @@ def _refresh(node: MemoryNode, seen: set[int]) -> None:
     if node.pk in seen or not node.block:  # a cycle would be a bug; a blockless node has no data to keep
         return
     seen.add(node.pk)
-    edges = MemoryEdge.objects.filter(source=node).values_list("relation", "weight", "target__cid")
-    cid, block = block_with_edges(bytes(node.block), list(edges))
+    cid, block = block_with_edges(bytes(node.block), _edges(node))
     _set_cid(node, cid, block, seen)
 
 
