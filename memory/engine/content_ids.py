@@ -21,7 +21,6 @@ more than once, so that names are derived from content alone and an imported nod
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import uuid
@@ -79,13 +78,7 @@ def _named(edges: Iterable[tuple[str, float, str]]) -> dict[str, tuple[float, st
 
 def _numbered(relation: str, count: int) -> tuple[str, ...]:
     """"relation/1" .. "relation/<count>"."""
-    return _numbered_upto(relation, 1 << (count - 1).bit_length())[:count]
-
-
-@functools.lru_cache(maxsize=64)
-def _numbered_upto(relation: str, capacity: int) -> tuple[str, ...]:
-    # remembered by powers of two: a segment that took one page more has the same names but one
-    return tuple(f"{relation}/{index}" for index in range(1, capacity + 1))
+    return tuple(f"{relation}/{index}" for index in range(1, count + 1))
 
 
 def row_content(kind: str, row: Any) -> tuple[dict[str, Any], datetime | None]:
