@@ -62,13 +62,14 @@ class TurnRelevance:
     params: scoring.HybridParams = field(default_factory=scoring.HybridParams)
     meaning: np.ndarray | None = None  # what smoothing by meaning added to `final` (None: not run)
     answer: np.ndarray | None = None  # what turn pairs added to `final` (None: not run)
+    read: FactColumns | None = field(default=None, repr=False)  # the facts of `keys` as scoring read them
 
     @functools.cached_property
     def _columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(seq, pos, day) of each key, read from the facts in one pass: a recall asks for them
         several times over about a thousand candidates (`keys` never changes once scored).
-        Scoring sets them from the columns it read (FactColumns)."""
-        columns = FactColumns.of(self.facts, self.keys)
+        Scoring hands over the columns it read (`read`)."""
+        columns = self.read if self.read is not None else FactColumns.of(self.facts, self.keys)
         return columns.seq, columns.pos, columns.day
 
     @property
@@ -313,8 +314,8 @@ def _score(facts, columns: FactColumns, dense, sparse, feedback, hop, named, win
                                 count=len(keys))
     parts = scoring.fused_parts(keys=keys, dense=dense, sparse=sparse, feedback=feedback, speakers=columns.speakers,
                                 named=named, params=params, hop=hop, in_window=in_window, long_term=long_term)
-    found = TurnRelevance(keys, facts, parts, np.zeros(len(keys)), dense, sparse, window, params=params)
-    found.__dict__["_columns"] = (columns.seq, columns.pos, columns.day)  # the cached property, read already
+    found = TurnRelevance(keys, facts, parts, np.zeros(len(keys)), dense, sparse, window, params=params,
+                          read=columns)
     found.final = scoring.final_array(parts, columns.seq, columns.pos, params=params)
     return found
 
