@@ -4,9 +4,24 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from memory.adapters.fulltext import create_sql, drop_sql
-
 OFFLINE_MODEL_NAME = "offline-engine"
+TABLE = "memory_fulltext"  # dropped by 0021: Memoria's words come from the page points since
+
+
+def create_sql(vendor: str) -> list[str]:
+    if vendor == "sqlite":
+        return [f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5(doc_id UNINDEXED, user_id UNINDEXED, body, "
+                f"tokenize = 'porter unicode61')"]
+    if vendor == "postgresql":
+        return [f"CREATE TABLE IF NOT EXISTS {TABLE} (doc_id varchar(64) PRIMARY KEY, user_id integer NOT NULL, "
+                f"body text NOT NULL)",
+                f"CREATE INDEX IF NOT EXISTS {TABLE}_user ON {TABLE} (user_id)",
+                f"CREATE INDEX IF NOT EXISTS {TABLE}_tsv ON {TABLE} USING GIN (to_tsvector('english', body))"]
+    return []
+
+
+def drop_sql(vendor: str) -> list[str]:
+    return [f"DROP TABLE IF EXISTS {TABLE}"] if vendor in ("sqlite", "postgresql") else []
 
 
 def fulltext_create(apps, schema_editor):

@@ -44,7 +44,6 @@ from memory.services.common import MemoryInputError, lock_user_state
 from memory.services.editing import actor_name, memory_get, memory_point_ids, reason_clean
 from memory.services.events import event_record
 from memory.services.files import blobs_release_on_commit, page_files_delete
-from memory.services.fulltext import fulltext_pages_delete, fulltext_user_delete
 from memory.services.segments import SUMMARY_PAGES, segment_rederive
 from memory.services.supersession import superseded_pages, supersessions_forget_facts
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
@@ -278,7 +277,6 @@ def _execute(user, plan: _Plan) -> list[str]:
         trace.save(update_fields=["payload"])
     page_files_delete(user=user, page_ids=page_ids)
     DialoguePage.objects.filter(id__in=page_ids).delete()
-    fulltext_pages_delete(page_ids=page_ids)
     _nodes_delete(user, MemoryNode.Kind.PAGE, gone)
     _chains_resummarise(user, chains)
     Segment.objects.filter(id__in=[s.id for s in plan.segments_deleted]).delete()
@@ -378,7 +376,6 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
                             ("profile", UserProfile.objects.filter(user=user))):
             counts[label] = rows.count()
             rows.delete()
-        fulltext_user_delete(user_id=user.pk)
         UserMemoryState.objects.filter(user=user).update(maintenance_due=False, maintenance_failures=0,
                                                          last_error="")
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.USER_FORGOTTEN, subject_id=str(user.pk),

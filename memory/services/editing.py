@@ -40,7 +40,6 @@ from memory.services.common import (
     texts_check,
 )
 from memory.services.events import event_record
-from memory.services.fulltext import fulltext_page_put
 from memory.services.long_term import lpm_point
 from memory.services.pages import SPEAKER_LABEL, page_point, page_row_text
 from memory.services.segments import segment_point, segment_text
@@ -256,8 +255,6 @@ def _correct_page(user, page: DialoguePage, values: dict, actor, reason: str):
     if vectors:
         page.embedding = vector_to_bytes(vectors[0])
     page.turns_indexed = False
-    # The old words leave the full-text index with the correction (same transaction, same database).
-    fulltext_page_put(page=page, text=page_row_text(page))
     if page.segment_id:
         Segment.objects.filter(id=page.segment_id).update(rederive=True)
 

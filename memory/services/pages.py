@@ -35,7 +35,6 @@ from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state_counting_up, lock_user_state_writing
 from memory.services.events import event_record
 from memory.services.files import files_attach
-from memory.services.fulltext import fulltext_page_put
 from memory.services.turn_holders import turn_holder
 from memory.services.turn_input import validate_message
 from memory.services.utterances import (
@@ -122,7 +121,6 @@ def page_reply_store(*, page: DialoguePage, response: str, reply_model: str,
             fields += ["utterances", "turns_indexed"]
             points += turn_points([page], said.before, HybridParams(), said.vectors)
         page.save(update_fields=fields)
-        fulltext_page_put(page=page, text=text, new=new)
         # The memory models' page work (memory/policies/): Memoria's sona membership, on every page.
         models.page_stored(page=page, node=node, text=text, new=new, policy=lambda: _policy_in_use(page))
         if points:

@@ -46,7 +46,6 @@ from memory.models import (
     MemoryAlias,
     MemoryEdge,
     MemoryNode,
-    PageStatus,
     Recollection,
     Segment,
     Sona,
@@ -56,8 +55,6 @@ from memory.models import (
 from memory.services.common import MemoryInputError, TextRefused, lock_user_state, texts_check
 from memory.services.events import event_record
 from memory.services.files import blob_put, blob_read, blobs_release
-from memory.services.fulltext import fulltext_page_put
-from memory.services.pages import page_row_text
 from memory.services.reindex import reindex_user
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
@@ -487,9 +484,6 @@ def _import_annotations(user, contents: _Contents, nodes: list[MemoryNode], ids:
     SonaMembership.objects.bulk_create(
         [SonaMembership(user=user, node=nodes[number], sona_id=ids[sona_id], via=via)
          for number, sona_id, via in contents.sonas], ignore_conflicts=True)
-    imported = {uuid.UUID(ident) for ident in ids.values()}
-    for page in DialoguePage.objects.filter(user=user, status=PageStatus.COMPLETE, pk__in=imported).order_by("pk"):
-        fulltext_page_put(page=page, text=page_row_text(page))
 
 
 def _file_cids(contents: _Contents) -> list[str]:

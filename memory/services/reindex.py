@@ -8,16 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 from tqdm import tqdm
 
 from memory.adapters import configured
-from memory.adapters.fulltext import fulltext_index
 from memory.adapters.vectors import dir_size_mb
 from memory.engine.ports import VectorPoint
 from memory.models import DialoguePage, PageStatus, Recollection, Segment, Tier, bytes_to_vector, vector_to_bytes
 from memory.recall.turn_facts import turn_facts
-from memory.services.fulltext import fulltext_page_put
 from memory.services.long_term import lpm_point
 from memory.services.pages import page_point, page_row_text
 from memory.services.recollections import recollection_point
@@ -82,25 +79,10 @@ def reindex_all(*, progress: bool = False) -> dict[str, int]:
             counts[kind] += len(batch)
             bar.update(len(batch))
         bar.close()
-    counts["fulltext"] = fulltext_rebuild()
     user_ids = DialoguePage.objects.values_list("user_id", flat=True).distinct()
     counts["turn_pages"] = sum(index_turns(user_id=user_id) for user_id in tqdm(
         list(user_ids), desc="reindex turns", disable=not progress, unit="user"))
     return counts
-
-
-def fulltext_rebuild() -> int:
-    """The full-text index (Memoria's keyword search) from the complete pages, in batches."""
-    with transaction.atomic():
-        fulltext_index().clear()
-        done = 0
-        pages = (DialoguePage.objects.filter(status=PageStatus.COMPLETE).only("id", "user_id", "query", "response",
-                                                                               "reply_model").order_by("pk"))
-        for batch in _batches(pages.iterator(chunk_size=BATCH)):
-            for page in batch:
-                fulltext_page_put(page=page, text=page_row_text(page))
-            done += len(batch)
-    return done
 
 
 @dataclass(frozen=True)

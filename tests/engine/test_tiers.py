@@ -74,8 +74,9 @@ def test_merge_reads_topics_with_float32_vectors_as_whole_segments():
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((5, 8)).astype(np.float32)
     words = [("dog",), ("dog", "park"), (), ("vet",), ("park", "walk")]
-    whole = [seg(f"s{i}", embedding=v.tolist(), keywords=w) for i, (v, w) in enumerate(zip(vectors, words))]
-    topics = [mid_term.SegmentTopic(f"s{i}", frozenset(w), v) for i, (v, w) in enumerate(zip(vectors, words))]
+    pairs = list(enumerate(zip(vectors, words, strict=True)))
+    whole = [seg(f"s{i}", embedding=v.tolist(), keywords=w) for i, (v, w) in pairs]
+    topics = [mid_term.SegmentTopic(f"s{i}", frozenset(w), v) for i, (v, w) in pairs]
     query = page(embedding=tuple(float(x) for x in vectors[1] + 0.1), keywords=("dog", "park"))
     assert mid_term.plan_merge(query, topics, params=MemoryParams()) == \
         mid_term.plan_merge(query, whole, params=MemoryParams())

@@ -2,9 +2,9 @@
 the memory graph, shown dependencies first (memory/policies/memoria/engine/scoring.py, expansion.py).
 
 Candidates are dialogue pages found by the vector index (the query's nearest page points) and by
-the full-text index (memory/adapters/fulltext.py: FTS5 on SQLite, PostgreSQL's full-text search),
-each with its page's graph node: its importance (the EWMA beside the node) and the sonas it belongs
-to (SonaMembership; the page's own sona when it has none). The top_k are the seeds; each spends its
+the words they share with the query (page_words: the index's BM25 keyword search over page
+points), each with its page's graph node: its importance (the EWMA beside the node) and the sonas
+it belongs to (SonaMembership; the page's own sona when it has none). The top_k are the seeds; each spends its
 budget along MemoryEdge rows (read one batch of nodes per step), which pulls in the pages, segments,
 facts and agent traits they depend on. Nodes the user may not recall are never read through: another
 user's, repressed memories (the page, its segment, the fact), old versions of corrected memories and
@@ -21,7 +21,6 @@ from typing import Any
 from django.conf import settings
 
 from memory.adapters import configured
-from memory.adapters.fulltext import fulltext_index
 from memory.engine.ipld import Dependency
 from memory.engine.types import RecalledItem
 from memory.models import (
@@ -103,9 +102,7 @@ class MemoriaPolicy(RecallPolicy):
 
     def search_early(self, context: RecallContext) -> tuple[dict[str, float], dict[str, float]]:
         """Memoria's own full-text search over pages, and the relevance core's keyword list."""
-        limit = settings.MEMORYOS["MEMORIA_CANDIDATES"]
-        pages = {hit.doc_id: hit.score for hit in
-                 fulltext_index().search(user_id=context.user.pk, text=context.query, limit=limit)}
+        pages = page_words(user=context.user, query=context.query, limit=settings.MEMORYOS["MEMORIA_CANDIDATES"])
         return pages, keyword_turns(user=context.user, query=context.query, tiers=context.turn_tiers)
 
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
@@ -117,6 +114,18 @@ class MemoriaPolicy(RecallPolicy):
 
     def trace_view(self, payload: dict[str, Any]) -> list[ExpansionRow]:
         return expansion_rows(payload)
+
+
+def page_words(*, user, query: str, limit: int) -> dict[str, float]:
+    """Page id -> BM25 score of the user's pages sharing words with `query`, best first.
+
+    The index's keyword search over page points, which carry each page's text as a sparse vector
+    (memory/adapters/vector_points.py). It replaced an FTS5 table (a GIN-indexed one on
+    PostgreSQL) that ranked every page holding any query word: 190 ms a query at 100,000 pages
+    against about 14 here, for R@10 within 0.004 on either development conversation
+    (BENCHMARKS.md, "Memoria's words from the page points")."""
+    return {hit.id: hit.score for hit in configured.vector_index().search_text(
+        user_id=str(user.pk), text=query, limit=limit, kind="page")}
 
 
 def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fulltext: Mapping[str, float], *,

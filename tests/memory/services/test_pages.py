@@ -73,7 +73,6 @@ def test_each_way_of_taking_the_lock_makes_a_missing_row_with_its_defaults(make_
 
 
 def test_a_reply_is_stored_with_its_node_and_sona_in_as_few_statements(make_user):
-    from memory.adapters.fulltext import fulltext_index
     from memory.engine.content_ids import content_block, row_content
     from memory.models import MemoryNode, SonaMembership
     from memory.services.pages import page_reply_store
@@ -87,8 +86,8 @@ def test_a_reply_is_stored_with_its_node_and_sona_in_as_few_statements(make_user
         page_reply_store(page=page, response="A fine name for a kayak.", reply_model="test-model",
                          embedding=vector)
     # the user's lock; where maintenance left the page; the node looked for, then inserted with its
-    # block; the page with its CID; its sona; the full-text row, inserted (the page had none)
-    assert statements(queries) == ["UPDATE", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT", "INSERT"]
+    # block; the page with its CID; its sona
+    assert statements(queries) == ["UPDATE", "SELECT", "SELECT", "INSERT", "UPDATE", "INSERT"]
     stored = DialoguePage.objects.get(pk=page.pk)
     node = MemoryNode.objects.get(user=user, kind=MemoryNode.Kind.PAGE, object_id=str(page.pk))
     data, timestamp = row_content("page", stored)
@@ -96,6 +95,5 @@ def test_a_reply_is_stored_with_its_node_and_sona_in_as_few_statements(make_user
     assert stored.status == PageStatus.COMPLETE and stored.response == "A fine name for a kayak."
     assert stored.cid == node.cid == expected_cid and bytes(node.block) == expected_block
     assert list(SonaMembership.objects.filter(node=node).values_list("sona_id", "via")) == [(sona.pk, "origin")]
-    assert [hit.doc_id for hit in fulltext_index().search(user_id=user.pk, text="Heron", limit=5)] == [str(page.pk)]
     assert UserMemoryState.objects.get(user=user).maintenance_due
 

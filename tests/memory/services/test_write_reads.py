@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 
-from memory.adapters.fulltext import fulltext_index
-from memory.models import DialoguePage
 from memory.selectors.maintenance import stopped_turn_pages_of
-from memory.services.fulltext import fulltext_page_put
 from memory.services.maintenance import chain_newest_pages
 from memory.services.segments import segments_holding_pins
 
@@ -30,13 +26,3 @@ def test_a_chains_pages_are_read_through_the_chain_index():
 def test_the_segments_holding_pinned_pages_are_read_through_the_pinned_index():
     assert "page_pinned" in segments_holding_pins(7).explain()
 
-
-def test_a_new_page_is_indexed_for_full_text_once_and_a_stored_one_replaced(make_user):
-    user = make_user()
-    page = DialoguePage.objects.create(user=user, seq=1, query="violin lessons", timestamp=timezone.now())
-    fulltext_page_put(page=page, text="violin lessons", new=True)
-    fulltext_page_put(page=page, text="cello lessons")
-    index = fulltext_index()
-    assert index.count(user_id=user.pk) == 1
-    assert [hit.doc_id for hit in index.search(user_id=user.pk, text="cello", limit=5)] == [str(page.id)]
-    assert index.search(user_id=user.pk, text="violin", limit=5) == []

@@ -55,7 +55,7 @@ def test_fulltext_scores_are_divided_by_the_querys_best():
     assert fulltext_terms([0.0, 0.0]) == [0.0, 0.0]
     assert fulltext_terms([]) == []
     with pytest.raises(ValueError, match="larger = better"):
-        fulltext_terms([1.0, -3.2])  # FTS5's raw rank: the caller must negate it
+        fulltext_terms([1.0, -3.2])  # a "smaller is better" rank must be negated first
     with pytest.raises(ValueError):
         fulltext_terms([float("nan")])
 

@@ -1,6 +1,6 @@
 """The "memoria" recall policy over the real store: hand-computed scores through the policy, budgeted
 expansion along the memory graph in the trace, repression and other users' nodes never read through,
-the full-text index following the page writes, importance by EWMA after a reply, bubbling up,
+the word search following the page writes, importance by EWMA after a reply, bubbling up,
 importance reordering what the relevance core ranks apart."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from django.test import Client
 from django.utils import timezone
 
 from memory.adapters import configured
-from memory.adapters.fulltext import fulltext_index
 from memory.models import (
     DialoguePage,
     LifecycleEvent,
@@ -23,6 +22,7 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
+from memory.policies.memoria.ranking import page_words
 from memory.recall.relevance import turn_relevance
 from memory.services import graph
 from memory.services.common import MemoryInputError
@@ -157,21 +157,26 @@ def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_n
     assert client.get(f"/inspector/me/recalls/{recall.trace.id}/").status_code == 404
 
 
-def test_the_fulltext_index_follows_page_writes(make_user, memory_env):
+def test_the_word_search_follows_page_writes_and_finds_only_the_users_pages(make_user, memory_env):
     tune(memory_env, MAINTENANCE_MODE="off")
-    user = make_user()
+    user, other = make_user("me"), make_user("other")
     page = say(user, "The quokka at Rottnest smiled for the camera.")
     gone = say(user, "A wombat dug under the fence.")
-    index = fulltext_index()
-    assert [h.doc_id for h in index.search(user_id=user.pk, text="quokka", limit=5)] == [str(page.id)]
+    say(other, "Another quokka, another camera.")
+
+    def found(text: str) -> list[str]:
+        return list(page_words(user=user, query=text, limit=5))
+
+    assert found("quokka") == [str(page.id)]
     memory_correct(user=user, kind="page", ident=str(page.id), version=page.version,
                    query="The pelican at Rottnest smiled for the camera.", reason="misheard")
-    assert index.search(user_id=user.pk, text="quokka", limit=5) == []
-    assert [h.doc_id for h in index.search(user_id=user.pk, text="pelican", limit=5)] == [str(page.id)]
+    assert found("quokka") == []
+    assert found("pelican") == [str(page.id)]
+    assert found("wombat") == [str(gone.id)]
     memory_delete(user=user, kind="page", ident=str(gone.id))
-    assert index.search(user_id=user.pk, text="wombat", limit=5) == []
+    assert found("wombat") == []
     user_forget(user=user)
-    assert index.count(user_id=user.pk) == 0
+    assert found("Rottnest pelican") == []
 
 
 def test_sona_names_are_embedded_on_create_and_rename(make_user):

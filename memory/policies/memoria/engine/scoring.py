@@ -12,11 +12,11 @@ highest score possible is the sum of the weights:
 - vector = max(cosine, 0) between the query's and the memory's embeddings. Kept absolute, not
   normalised per query: the expansion budget comes from the score, and a query that matches nothing
   well should pull in little. Negative cosines say "unrelated", not "less than unrelated".
-- fulltext = raw / max(raw over this query's candidates). Full-text scores (FTS5's bm25, PostgreSQL's
-  ts_rank) depend on the query's length and its terms' rarity, so they only compare within one query;
-  dividing by the best keeps the best keyword match at 1 and every match above 0 (a min-max scale
-  would zero the weakest match, which did match). Pass raw scores with larger = better (FTS5's `rank`
-  is the negated bm25: pass -rank); 0 for a memory the search did not find.
+- fulltext = raw / max(raw over this query's candidates). Full-text scores (BM25) depend on the
+  query's length and its terms' rarity, so they only compare within one query; dividing by the best
+  keeps the best keyword match at 1 and every match above 0 (a min-max scale would zero the weakest
+  match, which did match). Pass raw scores with larger = better; 0 for a memory the search did not
+  find.
 - importance = (importance - 1) / 9, the 1-10 rating scale onto [0, 1]. A memory never rated has
   `importance_prior` (5.5, the middle: no evidence either way).
 - sona = max(0, the best cosine between the current sona's name embedding and the name embeddings of

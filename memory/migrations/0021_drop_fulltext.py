@@ -1,0 +1,28 @@
+"""Drop the full-text table of 0011: Memoria finds a page by its words through the index's BM25
+search over page points (memory/policies/memoria/ranking.py page_words), and nothing else read it.
+Going back creates it again, filled from the stored pages, as 0011 did."""
+
+import importlib
+
+from django.db import migrations
+
+_0011 = importlib.import_module("memory.migrations.0011_memoria_recall")
+
+
+def fulltext_drop(apps, schema_editor):
+    _0011.fulltext_drop(apps, schema_editor)
+
+
+def fulltext_create(apps, schema_editor):
+    _0011.fulltext_create(apps, schema_editor)
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('memory', '0020_page_pinned_index'),
+    ]
+
+    operations = [
+        migrations.RunPython(fulltext_drop, fulltext_create),
+    ]
