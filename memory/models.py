@@ -312,6 +312,10 @@ class MemoryEdge(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "target", "relation"], name="uniq_edge")]
+        # A user's edges out of (into) some nodes: with only the user's own index, SQLite walked all
+        # of the user's edges (13.9 ms for 50 nodes at 100,000 pages; 0.12 through these).
+        indexes = [models.Index(fields=["user", "source"], name="edge_user_source"),
+                   models.Index(fields=["user", "target"], name="edge_user_target")]
 
     def __str__(self) -> str:
         return f"{self.source_id} -{self.relation}-> {self.target_id}"
