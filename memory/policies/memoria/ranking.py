@@ -1,9 +1,9 @@
 """Memoria's recall policy ("memoria"): a weighted sum of five terms, then budgeted expansion along
 the memory graph, shown dependencies first (memory/policies/memoria/engine/scoring.py, expansion.py).
 
-Candidates are dialogue pages found by the vector index (the query's nearest page points) and by
-the words they share with the query (page_words: the index's BM25 keyword search over page
-points), each with its page's graph node: its importance (the EWMA beside the node) and the sonas
+Candidates are the dialogue pages the relevance core ranks best and those whose lines share the
+most words with the query (page_words: the best BM25 score of a page's utterances in the core's
+keyword list), each with its page's graph node: its importance (the EWMA beside the node) and the sonas
 it belongs to (SonaMembership; the page's own sona when it has none). The top_k are the seeds; each spends its
 budget along MemoryEdge rows (read one batch of nodes per step), which pulls in the pages, segments,
 facts and agent traits they depend on. Nodes the user may not recall are never read through: another
@@ -22,6 +22,7 @@ from django.conf import settings
 
 from memory.adapters import configured
 from memory.engine.ipld import Dependency
+from memory.engine.relevance import TurnRelevance
 from memory.engine.types import RecalledItem
 from memory.models import (
     DialoguePage,
@@ -83,7 +84,7 @@ class MemoriaPolicy(RecallPolicy):
     title = ("Memoria: recency + vector + full-text + importance + sona similarity, then budgeted expansion "
              "along the memory graph in topological order")
     rank_part = "memoria"
-    early_part = "full-text search"
+    early_part = "keyword search"
     # The recalled memories are rated after the reply: importance, and bubbling up between sonas.
     after_reply = ("importance_rating",)
     item_kinds = {"memoria_page": ("Earlier conversations (Memoria, causal order)", ""),
@@ -100,14 +101,12 @@ class MemoriaPolicy(RecallPolicy):
     }
     trace_template = "memoria/trace_expansion.html"  # in this package's templates/
 
-    def search_early(self, context: RecallContext) -> tuple[dict[str, float], dict[str, float]]:
-        """Memoria's own full-text search over pages, and the relevance core's keyword list."""
-        pages = page_words(user=context.user, query=context.query, limit=settings.MEMORYOS["MEMORIA_CANDIDATES"])
-        return pages, keyword_turns(user=context.user, query=context.query, tiers=context.turn_tiers)
+    def search_early(self, context: RecallContext) -> dict[str, float]:
+        """The relevance core's keyword list: the turns' BM25, which also gives the words term."""
+        return keyword_turns(user=context.user, query=context.query, tiers=context.turn_tiers)
 
     def rank(self, context: RecallContext, query_vector: Sequence[float], early: Any) -> Ranking:
-        fulltext, sparse = early or ({}, None)
-        return memoria_ranking(context, query_vector, fulltext, params=memoria_params(), sparse=sparse)
+        return memoria_ranking(context, query_vector, params=memoria_params(), sparse=early)
 
     def explain_item(self, kind: str, ref: str, payload: dict[str, Any]) -> ItemExplanation | None:
         return _explain_item(kind, ref, payload)
@@ -116,29 +115,37 @@ class MemoriaPolicy(RecallPolicy):
         return expansion_rows(payload)
 
 
-def page_words(*, user, query: str, limit: int) -> dict[str, float]:
-    """Page id -> BM25 score of the user's pages sharing words with `query`, best first.
+def page_words(found: TurnRelevance) -> dict[int, float]:
+    """Page seq -> the best BM25 score among its utterances in the core's keyword list: a page
+    shares the query's words as much as its best line does.
 
-    The index's keyword search over page points, which carry each page's text as a sparse vector
-    (memory/adapters/vector_points.py). It replaced an FTS5 table (a GIN-indexed one on
-    PostgreSQL) that ranked every page holding any query word: 190 ms a query at 100,000 pages
-    against about 14 here, for R@10 within 0.004 on either development conversation
-    (BENCHMARKS.md, "Memoria's words from the page points")."""
-    return {hit.id: hit.score for hit in configured.vector_index().search_text(
-        user_id=str(user.pk), text=query, limit=limit, kind="page")}
+    No search of its own: a separate BM25 search over page points cost Memoria about 11 ms at
+    100,000 pages beside the keyword list the core reads anyway, and an FTS5 table before it 190
+    ms; R@10 on the development conversations moved by at most 0.003 on either (BENCHMARKS.md,
+    "Memoria's words from the page points")."""
+    words: dict[int, float] = {}
+    for key, score in (found.sparse or {}).items():
+        fact = found.facts.get(key)
+        if fact is not None and score > words.get(fact.seq, 0.0):
+            words[fact.seq] = score
+    return words
 
 
-def memoria_ranking(context: RecallContext, query_vector: Sequence[float], fulltext: Mapping[str, float], *,
-                    params: MemoriaParams, sparse: dict[str, float] | None = None) -> Ranking:
+def memoria_ranking(context: RecallContext, query_vector: Sequence[float], *, params: MemoriaParams,
+                    sparse: dict[str, float] | None = None) -> Ranking:
     user = context.user
     limit = settings.MEMORYOS["MEMORIA_CANDIDATES"]
     found = turn_relevance(user=context.user, query=context.query, query_vector=query_vector, now=context.now,
                            tiers=context.turn_tiers, sparse=sparse, facts=context.facts)
     by_seq = found.page_scores()
     best = sorted(by_seq, key=lambda seq: (-by_seq[seq], seq))[:limit]
-    seq_rows = rows.rows(DialoguePage, ("id", "seq"), equal={"user": user.pk}, among={"seq": sorted(best)})
+    words = page_words(found)
+    most_words = set(sorted(words, key=lambda seq: (-words[seq], seq))[:limit])
+    seq_rows = rows.rows(DialoguePage, ("id", "seq"), equal={"user": user.pk},
+                         among={"seq": sorted({*best, *most_words})})
     normalised = found.normalised({seq: by_seq[seq] for seq in best})
-    relevance = {str(row.id): normalised[row.seq] for row in seq_rows}
+    relevance = {str(row.id): normalised[row.seq] for row in seq_rows if row.seq in normalised}
+    fulltext = {str(row.id): words[row.seq] for row in seq_rows if row.seq in most_words}
     pages = _pages(user, [*relevance, *fulltext], tiers=context.turn_tiers, fields=PAGE_LIGHT_FIELDS)
     nodes = {node.object_id: node for node in rows.rows(MemoryNode, NODE_FIELDS, equal={
         "user": user.pk, "kind": MemoryNode.Kind.PAGE}, among={"object_id": list(pages)})}

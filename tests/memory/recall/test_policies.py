@@ -56,7 +56,7 @@ def toy():
 
 def test_builtin_policies_are_registered_in_order():
     assert policy_names()[:5] == ("memoryos", "hybrid", "memoria", "exocortex", "generative_agents")
-    assert get_policy("memoria").parts() == ("full-text search", "memoria")
+    assert get_policy("memoria").parts() == ("keyword search", "memoria")
     assert get_policy("hybrid").parts() == ("keyword search", "utterances")
     # every policy but Memoria (whose early part also reads it) reads the keyword list while the query is embedded
     assert get_policy("memoryos").parts() == ("keyword search", "segments, then pages")

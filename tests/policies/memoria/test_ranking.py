@@ -1,11 +1,11 @@
 """The "memoria" recall policy over the real store: hand-computed scores through the policy, budgeted
 expansion along the memory graph in the trace, repression and other users' nodes never read through,
-the word search following the page writes, importance by EWMA after a reply, bubbling up,
-importance reordering what the relevance core ranks apart."""
+importance by EWMA after a reply, bubbling up, importance reordering what the relevance core ranks apart."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from memory.adapters import configured
+from memory.engine.candidates import TurnFact
 from memory.models import (
     DialoguePage,
     LifecycleEvent,
@@ -26,8 +27,7 @@ from memory.policies.memoria.ranking import page_words
 from memory.recall.relevance import turn_relevance
 from memory.services import graph
 from memory.services.common import MemoryInputError
-from memory.services.deletion import memory_delete, user_forget
-from memory.services.editing import memory_correct, memory_repress
+from memory.services.editing import memory_repress
 from memory.services.pages import page_start
 from memory.services.recall import recall_for_query
 from memory.services.turns import page_complete, turn_run
@@ -108,7 +108,7 @@ def test_scores_by_hand_through_the_policy(make_user, memory_env):
     assert [seed["cid"] for seed in seeds][:2] == sorted(
         [str(node(starter).pk), str(node(shoes).pk)],
         key=lambda cid: -next(s["score"] for s in seeds if s["cid"] == cid))
-    assert recall.trace.policy == "memoria" and "full-text search" in recall.timings_ms
+    assert recall.trace.policy == "memoria" and "keyword search" in recall.timings_ms
 
 
 def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_nodes(make_user, memory_env):
@@ -157,26 +157,13 @@ def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_n
     assert client.get(f"/inspector/me/recalls/{recall.trace.id}/").status_code == 404
 
 
-def test_the_word_search_follows_page_writes_and_finds_only_the_users_pages(make_user, memory_env):
-    tune(memory_env, MAINTENANCE_MODE="off")
-    user, other = make_user("me"), make_user("other")
-    page = say(user, "The quokka at Rottnest smiled for the camera.")
-    gone = say(user, "A wombat dug under the fence.")
-    say(other, "Another quokka, another camera.")
-
-    def found(text: str) -> list[str]:
-        return list(page_words(user=user, query=text, limit=5))
-
-    assert found("quokka") == [str(page.id)]
-    memory_correct(user=user, kind="page", ident=str(page.id), version=page.version,
-                   query="The pelican at Rottnest smiled for the camera.", reason="misheard")
-    assert found("quokka") == []
-    assert found("pelican") == [str(page.id)]
-    assert found("wombat") == [str(gone.id)]
-    memory_delete(user=user, kind="page", ident=str(gone.id))
-    assert found("wombat") == []
-    user_forget(user=user)
-    assert found("Rottnest pelican") == []
+def test_a_pages_words_score_is_its_best_lines_in_the_keyword_list():
+    found = SimpleNamespace(
+        sparse={"a": 2.5, "b": 4.0, "c": 1.5, "gone": 9.0},  # "gone": no fact (not the user's, or deleted)
+        facts={"a": TurnFact(seq=1, pos=0, speaker="Ann"), "b": TurnFact(seq=1, pos=1, speaker="Bo"),
+               "c": TurnFact(seq=2, pos=0, speaker="Ann"), "d": TurnFact(seq=3, pos=0, speaker="Bo")})
+    assert page_words(found) == {1: 4.0, 2: 1.5}  # page 3's line matched no word
+    assert page_words(SimpleNamespace(sparse=None, facts={})) == {}
 
 
 def test_sona_names_are_embedded_on_create_and_rename(make_user):
