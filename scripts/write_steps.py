@@ -6,7 +6,9 @@ bench-built store of PAGES pages, beside their MiniLM time. The evidence for BEN
     .venv/bin/python scripts/write_steps.py 10000 30
 
 Steps nest (page_reply_store holds _said_embedded, maintenance_run the rest; _readdress runs
-when maintenance's graph block closes): read the totals as such.
+when maintenance's graph block closes): read the totals as such. Then the SQL statements a write
+runs and their execution time (the database's own, without the ORM's building of them), the
+costliest first.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from memory.adapters import configured  # noqa: E402
@@ -78,8 +81,18 @@ def main(size: int, writes: int) -> None:
             write(message)
         spent.clear()
         meter = common.EmbeddingMeter()
+        statements: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
+
+        def executed(execute, sql, params, many, context):
+            started = time.perf_counter()
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                statements[sql[:110]][0] += 1
+                statements[sql[:110]][1] += time.perf_counter() - started
+
         started = time.perf_counter()
-        with common.embeddings_metered(meter):
+        with common.embeddings_metered(meter), connection.execute_wrapper(executed):
             for message in messages[3:]:
                 write(message)
         total = (time.perf_counter() - started) * 1000 / writes
@@ -88,6 +101,11 @@ def main(size: int, writes: int) -> None:
           f"other {total - minilm:.1f} ms  write / MiniLM {total / minilm:.2f}  load {os.getloadavg()[0]:.1f}")
     for name, seconds in spent.most_common():
         print(f"  {name:30s} {1000 * seconds / writes:7.1f} ms")
+    count = sum(n for n, _ in statements.values()) / writes
+    executing = 1000 * sum(s for _, s in statements.values()) / writes
+    print(f"SQL: {count:.1f} statements a write, {executing:.1f} ms executing them")
+    for sql, (n, seconds) in sorted(statements.items(), key=lambda item: -item[1][1])[:8]:
+        print(f"  {1000 * seconds / writes:6.2f} ms  {n / writes:4.1f}x  {sql}")
 
 
 if __name__ == "__main__":
