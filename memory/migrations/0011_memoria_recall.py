@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import migrations, models
 
 OFFLINE_MODEL_NAME = "offline-engine"
-TABLE = "memory_fulltext"  # dropped by 0021: Memoria's words come from the page points since
+TABLE = "memory_fulltext"  # dropped by 0021: Memoria takes its words from the keyword list since
 
 
 def create_sql(vendor: str) -> list[str]:
