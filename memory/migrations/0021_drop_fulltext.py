@@ -9,14 +9,6 @@ from django.db import migrations
 _0011 = importlib.import_module("memory.migrations.0011_memoria_recall")
 
 
-def fulltext_drop(apps, schema_editor):
-    _0011.fulltext_drop(apps, schema_editor)
-
-
-def fulltext_create(apps, schema_editor):
-    _0011.fulltext_create(apps, schema_editor)
-
-
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -24,5 +16,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(fulltext_drop, fulltext_create),
+        migrations.RunPython(_0011.fulltext_drop, _0011.fulltext_create),
     ]
