@@ -1,5 +1,6 @@
 """Drop the full-text table of 0011: Memoria finds a page by its words in the relevance core's
-keyword list (memory/policies/memoria/ranking.py page_words), and nothing else read it.
+keyword list (memory/engine/relevance.py TurnRelevance.page_keyword_scores), and nothing else
+read it.
 Going back creates it again, filled from the stored pages, as 0011 did."""
 
 import importlib

@@ -5,7 +5,6 @@ importance by EWMA after a reply, bubbling up, importance reordering what the re
 from __future__ import annotations
 
 from datetime import timedelta
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from django.test import Client
 from django.utils import timezone
 
 from memory.adapters import configured
-from memory.engine.candidates import TurnFact
 from memory.models import (
     DialoguePage,
     LifecycleEvent,
@@ -23,7 +21,6 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
-from memory.policies.memoria.ranking import page_words
 from memory.recall.relevance import turn_relevance
 from memory.services import graph
 from memory.services.common import MemoryInputError
@@ -155,15 +152,6 @@ def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_n
     assert "4471" not in page
     client.force_login(other)
     assert client.get(f"/inspector/me/recalls/{recall.trace.id}/").status_code == 404
-
-
-def test_a_pages_words_score_is_its_best_lines_in_the_keyword_list():
-    found = SimpleNamespace(
-        sparse={"a": 2.5, "b": 4.0, "c": 1.5, "gone": 9.0},  # "gone": no fact (not the user's, or deleted)
-        facts={"a": TurnFact(seq=1, pos=0, speaker="Ann"), "b": TurnFact(seq=1, pos=1, speaker="Bo"),
-               "c": TurnFact(seq=2, pos=0, speaker="Ann"), "d": TurnFact(seq=3, pos=0, speaker="Bo")})
-    assert page_words(found) == {1: 4.0, 2: 1.5}  # page 3's line matched no word
-    assert page_words(SimpleNamespace(sparse=None, facts={})) == {}
 
 
 def test_sona_names_are_embedded_on_create_and_rename(make_user):
