@@ -154,6 +154,27 @@ def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_n
     assert client.get(f"/inspector/me/recalls/{recall.trace.id}/").status_code == 404
 
 
+def test_the_pages_with_the_most_words_join_those_the_core_ranks_best(make_user, memory_env):
+    tune(memory_env, MAINTENANCE_MODE="off", MEMORIA_CANDIDATES=1)
+    user = make_user()
+    kitten = say(user, "My kitten Miso dozes on the windowsill all afternoon.")
+    invoice = say(user, "Invoice 4471 lists windowsill paint, windowsill putty and a windowsill brush.")
+    index_turns(user_id=user.pk)
+    query = "Where does my cat like to nap by the windowsill?"
+    query_vector = configured.embedder().embed([query])[0]
+    found = turn_relevance(user=user, query=query, query_vector=query_vector, now=timezone.now(), tiers=BOTH)
+    by_score, by_words = found.page_scores(), found.page_keyword_scores()
+    # the real model and BM25 disagree: the kitten answers, the invoice repeats the query's word
+    assert max(by_score, key=by_score.get) == kitten.seq and max(by_words, key=by_words.get) == invoice.seq
+    recall = recall_for_query(user=user, query=query, policy="memoria", query_vector=query_vector,
+                              turn_tiers=BOTH, update_heat=False)
+    assert recall.trace.payload["memoria"]["candidates"] == 2  # one of each, though the limit is 1
+    by_ref = {item.ref: item.breakdown for item in recall.items if item.kind == "memoria_page"}
+    assert by_ref[str(kitten.id)]["vector"] == 1.0 and by_ref[str(invoice.id)]["vector"] == 0.0
+    # words count for the `limit` pages with the most, as a search's top hits would: the kitten's one is not
+    assert by_ref[str(invoice.id)]["fulltext"] == 1.0 and by_ref[str(kitten.id)]["fulltext"] == 0.0
+
+
 def test_sona_names_are_embedded_on_create_and_rename(make_user):
     user = make_user()
     sona = sona_get_or_create(user=user, name="gardener")
