@@ -92,9 +92,22 @@ class TurnRelevance:
         leaving out what turn pairs lent: the lift puts an answer over other lines, and a page that
         holds the question already scores by it. (Counted for pages, the lift took MemoryOS's
         multi-hop R@10 on the development file from 0.409 to 0.381; without it 0.402.)"""
-        best: dict[int, float] = {}
         final = self.final if self.answer is None else self.final - self.answer
-        for seq, score in zip(self.seq.tolist(), final.tolist(), strict=True):
+        return self._best_per_page(final.tolist())
+
+    def page_keyword_scores(self) -> dict[int, float]:
+        """Page seq -> the best keyword (BM25) score among its turns in the keyword list: a page
+        shares the query's words as much as its best line does. Pages with no line there are left
+        out. (Memoria's words term: no search of its own; BENCHMARKS.md, "Memoria's words from the
+        page points".)"""
+        sparse = self.sparse or {}
+        best = self._best_per_page([sparse.get(key, 0.0) for key in self.keys])
+        return {seq: score for seq, score in best.items() if score > 0}
+
+    def _best_per_page(self, scores: list[float]) -> dict[int, float]:
+        """Page seq -> the best of `scores` (one per key) among the page's turns."""
+        best: dict[int, float] = {}
+        for seq, score in zip(self.seq.tolist(), scores, strict=True):
             if score > best.get(seq, -np.inf):
                 best[seq] = score
         return best

@@ -1,5 +1,6 @@
 """Drop the full-text table of 0011: Memoria finds a page by its words in the relevance core's
-keyword list (memory/policies/memoria/ranking.py page_words), and nothing else read it.
+keyword list (memory/engine/relevance.py TurnRelevance.page_keyword_scores), and nothing else
+read it.
 Going back creates it again, filled from the stored pages, as 0011 did."""
 
 import importlib
@@ -9,14 +10,6 @@ from django.db import migrations
 _0011 = importlib.import_module("memory.migrations.0011_memoria_recall")
 
 
-def fulltext_drop(apps, schema_editor):
-    _0011.fulltext_drop(apps, schema_editor)
-
-
-def fulltext_create(apps, schema_editor):
-    _0011.fulltext_create(apps, schema_editor)
-
-
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -24,5 +17,5 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(fulltext_drop, fulltext_create),
+        migrations.RunPython(_0011.fulltext_drop, _0011.fulltext_create),
     ]

@@ -209,6 +209,17 @@ def relevance_of(final: list[float], facts: list[TurnFact], **params) -> TurnRel
                          dense={}, sparse={}, params=HybridParams(**params))
 
 
+def test_a_pages_keyword_score_is_its_best_lines_in_the_keyword_list():
+    found = relevance_of([0.9, 0.1, 0.5, 0.7], [TurnFact(1, 0, "Ann"), TurnFact(1, 1, "Bo"), TurnFact(2, 0, "Ann"),
+                                                 TurnFact(3, 0, "Bo")])
+    found.sparse = {"t0": 2.5, "t1": 4.0, "t2": 1.5, "gone": 9.0}  # "gone": not a candidate (no fact read)
+    # page 1's best line by words is not its best by final score; page 3's line matched no word
+    assert found.page_keyword_scores() == {1: 4.0, 2: 1.5}
+    assert found.page_scores() == {1: 0.9, 2: 0.5, 3: 0.7}
+    found.sparse = {}
+    assert found.page_keyword_scores() == {}
+
+
 def test_normalised_maps_the_candidates_min_max_onto_zero_to_one():
     found = relevance_of([], [])
     assert found.normalised({"a": 2.0, "b": -1.0, "c": 0.5}) == {"a": 1.0, "b": 0.0, "c": 0.5}

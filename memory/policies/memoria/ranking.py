@@ -2,10 +2,10 @@
 the memory graph, shown dependencies first (memory/policies/memoria/engine/scoring.py, expansion.py).
 
 Candidates are the dialogue pages the relevance core ranks best and those whose lines share the
-most words with the query (page_words: the best BM25 score of a page's utterances in the core's
-keyword list), each with its page's graph node: its importance (the EWMA beside the node) and the
-sonas it belongs to (SonaMembership; the page's own sona when it has none). The top_k are the
-seeds; each spends its budget along MemoryEdge rows (read one batch of nodes per step), which
+most words with the query (TurnRelevance.page_keyword_scores: the best BM25 score of a page's
+utterances in the core's keyword list), each with its page's graph node: its importance (the EWMA
+beside the node) and the sonas it belongs to (SonaMembership; the page's own sona when it has
+none). The top_k are the seeds; each spends its budget along MemoryEdge rows (read one batch of nodes per step), which
 pulls in the pages, segments, facts and agent traits they depend on. Nodes the user may not recall
 are never read through: another user's, repressed memories (the page, its segment, the fact), old
 versions of corrected memories and trait evidence. The engine's ids are the nodes' primary keys as
@@ -23,7 +23,6 @@ from django.conf import settings
 
 from memory.adapters import configured
 from memory.engine.ipld import Dependency
-from memory.engine.relevance import TurnRelevance
 from memory.engine.types import RecalledItem
 from memory.models import (
     DialoguePage,
@@ -116,22 +115,6 @@ class MemoriaPolicy(RecallPolicy):
         return expansion_rows(payload)
 
 
-def page_words(found: TurnRelevance) -> dict[int, float]:
-    """Page seq -> the best BM25 score among its utterances in the core's keyword list: a page
-    shares the query's words as much as its best line does.
-
-    No search of its own: a separate BM25 search over page points cost Memoria about 11 ms at
-    100,000 pages beside the keyword list the core reads anyway, and an FTS5 table before it 190
-    ms. R@10 on the development conversations is within 0.003 of the page-point search on either,
-    0.0022 below the FTS5 table's overall (BENCHMARKS.md, "Memoria's words from the page points")."""
-    words: dict[int, float] = {}
-    for key, score in (found.sparse or {}).items():
-        fact = found.facts.get(key)
-        if fact is not None and score > words.get(fact.seq, 0.0):
-            words[fact.seq] = score
-    return words
-
-
 def memoria_ranking(context: RecallContext, query_vector: Sequence[float], *, params: MemoriaParams,
                     sparse: dict[str, float] | None = None) -> Ranking:
     user = context.user
@@ -140,7 +123,7 @@ def memoria_ranking(context: RecallContext, query_vector: Sequence[float], *, pa
                            tiers=context.turn_tiers, sparse=sparse, facts=context.facts)
     by_seq = found.page_scores()
     best = sorted(by_seq, key=lambda seq: (-by_seq[seq], seq))[:limit]
-    words = page_words(found)
+    words = found.page_keyword_scores()
     most_words = set(sorted(words, key=lambda seq: (-words[seq], seq))[:limit])
     seq_rows = rows.rows(DialoguePage, ("id", "seq"), equal={"user": user.pk},
                          among={"seq": sorted({*best, *most_words})})

@@ -32,3 +32,12 @@ def test_memorias_expansion_reads_a_users_edges_out_of_nodes_through_the_user_so
 def test_the_provenance_walk_reads_edges_either_way_through_the_users_indexes():
     assert "edge_user_source" in MemoryEdge.objects.filter(user_id=7, source__in=[11, 12]).explain()
     assert "edge_user_target" in MemoryEdge.objects.filter(user_id=7, target__in=[11, 12]).explain()
+
+
+def test_all_of_a_users_edges_are_found_through_the_indexes_that_lead_with_the_user():
+    assert "USING INDEX edge_user_" in MemoryEdge.objects.filter(user_id=7).explain()
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, MemoryEdge._meta.db_table).values()
+    # the user's own index is not kept beside them: a third index to write with every edge
+    assert sorted(c["columns"] for c in constraints if c["index"] and c["columns"][0] == "user_id") == [
+        ["user_id", "source_id"], ["user_id", "target_id"]]

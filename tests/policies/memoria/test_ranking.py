@@ -5,7 +5,6 @@ importance by EWMA after a reply, bubbling up, importance reordering what the re
 from __future__ import annotations
 
 from datetime import timedelta
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from django.test import Client
 from django.utils import timezone
 
 from memory.adapters import configured
-from memory.engine.candidates import TurnFact
 from memory.models import (
     DialoguePage,
     LifecycleEvent,
@@ -23,7 +21,6 @@ from memory.models import (
     Tier,
     vector_to_bytes,
 )
-from memory.policies.memoria.ranking import page_words
 from memory.recall.relevance import turn_relevance
 from memory.services import graph
 from memory.services.common import MemoryInputError
@@ -157,13 +154,25 @@ def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_n
     assert client.get(f"/inspector/me/recalls/{recall.trace.id}/").status_code == 404
 
 
-def test_a_pages_words_score_is_its_best_lines_in_the_keyword_list():
-    found = SimpleNamespace(
-        sparse={"a": 2.5, "b": 4.0, "c": 1.5, "gone": 9.0},  # "gone": no fact (not the user's, or deleted)
-        facts={"a": TurnFact(seq=1, pos=0, speaker="Ann"), "b": TurnFact(seq=1, pos=1, speaker="Bo"),
-               "c": TurnFact(seq=2, pos=0, speaker="Ann"), "d": TurnFact(seq=3, pos=0, speaker="Bo")})
-    assert page_words(found) == {1: 4.0, 2: 1.5}  # page 3's line matched no word
-    assert page_words(SimpleNamespace(sparse=None, facts={})) == {}
+def test_the_pages_with_the_most_words_join_those_the_core_ranks_best(make_user, memory_env):
+    tune(memory_env, MAINTENANCE_MODE="off", MEMORIA_CANDIDATES=1)
+    user = make_user()
+    kitten = say(user, "My kitten Miso dozes on the windowsill all afternoon.")
+    invoice = say(user, "Invoice 4471 lists windowsill paint, windowsill putty and a windowsill brush.")
+    index_turns(user_id=user.pk)
+    query = "Where does my cat like to nap by the windowsill?"
+    query_vector = configured.embedder().embed([query])[0]
+    found = turn_relevance(user=user, query=query, query_vector=query_vector, now=timezone.now(), tiers=BOTH)
+    by_score, by_words = found.page_scores(), found.page_keyword_scores()
+    # the real model and BM25 disagree: the kitten answers, the invoice repeats the query's word
+    assert max(by_score, key=by_score.get) == kitten.seq and max(by_words, key=by_words.get) == invoice.seq
+    recall = recall_for_query(user=user, query=query, policy="memoria", query_vector=query_vector,
+                              turn_tiers=BOTH, update_heat=False)
+    assert recall.trace.payload["memoria"]["candidates"] == 2  # one of each, though the limit is 1
+    by_ref = {item.ref: item.breakdown for item in recall.items if item.kind == "memoria_page"}
+    assert by_ref[str(kitten.id)]["vector"] == 1.0 and by_ref[str(invoice.id)]["vector"] == 0.0
+    # words count for the `limit` pages with the most, as a search's top hits would: the kitten's one is not
+    assert by_ref[str(invoice.id)]["fulltext"] == 1.0 and by_ref[str(kitten.id)]["fulltext"] == 0.0
 
 
 def test_sona_names_are_embedded_on_create_and_rename(make_user):
