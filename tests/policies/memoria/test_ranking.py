@@ -154,6 +154,7 @@ def test_expansion_follows_edges_in_topological_order_and_never_through_hidden_n
     assert client.get(f"/inspector/me/recalls/{recall.trace.id}/").status_code == 404
 
 
+@pytest.mark.real_adapters  # the page that answers by meaning is MiniLM's
 def test_the_pages_with_the_most_words_join_those_the_core_ranks_best(make_user, memory_env):
     tune(memory_env, MAINTENANCE_MODE="off", MEMORIA_CANDIDATES=1)
     user = make_user()
