@@ -64,7 +64,8 @@ RUNNER_EXCEPTIONS = {
 SERVICE_READS = {
     ("memory.services.maintenance", "memory.selectors.maintenance"):
         "a run finds its own work (the pages of stopped turns) once it holds the user's lock, and re-checks "
-        "each page in the transaction that completes it: the caller cannot hand it a list that stays true",
+        "each page in the transaction that completes it: the caller cannot hand it a list that stays true; "
+        "it asks whether each occasional step has work just before the step, for the same reason",
     ("memory.services.memory_talk", "memory.selectors.about_me"):
         "what a memory request reads depends on what it asks, and picks what the same turn then forgets or "
         "corrects: one command, decided by its reads",

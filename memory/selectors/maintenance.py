@@ -1,4 +1,6 @@
-"""What maintenance has to do: users with due work, and pages whose turn stopped before its reply."""
+"""What maintenance has to do: users with due work, pages whose turn stopped before its reply, and
+the work each of maintenance's occasional steps reads (maintenance asks whether there is any
+before it runs the step)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from memory.models import DialoguePage, PageStatus, ServerProcess, UserMemoryState
+from memory.models import DialoguePage, PageStatus, Segment, ServerProcess, UserMemoryState
 
 
 def stopped_turn_pages() -> QuerySet[DialoguePage]:
@@ -35,3 +37,13 @@ def users_with_maintenance_to_do() -> list[int]:
     crash between the message being stored and the reply: nothing marked maintenance due)."""
     due = UserMemoryState.objects.filter(maintenance_due=True).values_list("user_id", flat=True)
     return sorted(set(due) | set(stopped_turn_pages().values_list("user_id", flat=True)))
+
+
+def unembedded_pages_of(user_id: int) -> QuerySet[DialoguePage]:
+    """One user's complete pages whose embedding failed at reply time (maintenance embeds them)."""
+    return DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, embedding=b"")
+
+
+def rederive_segments_of(user_id: int) -> QuerySet[Segment]:
+    """One user's segments whose pages were deleted or corrected since they were derived."""
+    return Segment.objects.filter(user_id=user_id, rederive=True)

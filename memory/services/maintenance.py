@@ -34,7 +34,7 @@ from memory.models import (
     vector_to_bytes,
 )
 from memory.policies import registry as models
-from memory.selectors.maintenance import stopped_turn_pages_of
+from memory.selectors.maintenance import rederive_segments_of, stopped_turn_pages_of, unembedded_pages_of
 from memory.services import graph
 from memory.services.common import embed_or_none, lock_user_state
 from memory.services.events import event_record
@@ -50,8 +50,8 @@ from memory.services.segments import (
     segment_text,
     segments_evict,
 )
-from memory.services.supersession import supersession_detect_pending
-from memory.services.utterances import index_turns
+from memory.services.supersession import supersession_detect_pending, unchecked_facts_of
+from memory.services.utterances import index_turns, unindexed_pages_of
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +90,21 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     now = now or timezone.now()  # the memory's time: an import's maintenance runs at the conversation's
     with _user_locks[user_id]:
         try:
+            # The occasional steps run when a one-row read (EXISTS) finds work for them. A write's
+            # run usually finds none, and the steps' own reads of their rows cost more: on a
+            # 10,000-page store the five took 11-14 ms a run, their EXISTS 2.7 ms (BENCHMARKS.md,
+            # "Maintenance asks first").
             # By wall-clock time, not `now` (a stopped turn is found by how long it has waited).
-            report.interrupted = pages_interrupted_complete(user_id=user_id)
+            if stopped_turn_pages_of(user_id).exists():
+                report.interrupted = pages_interrupted_complete(user_id=user_id)
             # Facts first: a fact told, or a change, is known before the next reply.
             if facts_at_turn():
                 report.fact_changes = facts_from_turns(user_id=user_id, now=now)
                 between_steps()
-            report.embedded = _embed_missing(user_id)
-            between_steps()
-            if index_turns_now:
+            if unembedded_pages_of(user_id).exists():
+                report.embedded = _embed_missing(user_id)
+                between_steps()
+            if index_turns_now and unindexed_pages_of(user_id).exists():
                 report.turns_indexed = index_turns(user_id=user_id)
                 between_steps()
             # One transaction for the graph's writes: a segment that took several pages, or a page
@@ -106,13 +112,15 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             with graph.readdress_once():
                 report.chained = _link_chains(user_id)
                 _overflow_stm(user_id, report, now)
-                report.rederived = _rederive_segments(user_id)
+                if rederive_segments_of(user_id).exists():
+                    report.rederived = _rederive_segments(user_id)
             between_steps()
             report.summarised = _refresh_summaries(user_id)
             report.evicted = segments_evict(user_id=user_id, now=now)
             between_steps()
             report.promoted = _promote(user_id, now)
-            supersession_detect_pending(user_id=user_id, at=now)
+            if unchecked_facts_of(user_id).exists():
+                supersession_detect_pending(user_id=user_id, at=now)
             between_steps()
             if recollect:  # the memory models' steps (memory/policies/): the Exocortex's recollections
                 _model_steps(user_id, report, now)
@@ -172,8 +180,7 @@ def _record_failure(user_id: int, exc: Exception) -> None:
 
 def _embed_missing(user_id: int) -> int:
     """Pages whose embedding failed at reply time get one now."""
-    pages = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, embedding=b"")
-                 .order_by("seq")[:64])
+    pages = list(unembedded_pages_of(user_id).order_by("seq")[:64])
     if not pages:
         return 0
     vectors = embed_or_none([page_row_text(p) for p in pages])
@@ -265,7 +272,7 @@ def _refresh_summaries(user_id: int) -> int:
 
 def _rederive_segments(user_id: int) -> int:
     """Segments whose pages were deleted or corrected get their keywords, summary and vector again."""
-    todo = list(Segment.objects.filter(user_id=user_id, rederive=True).values_list("id", flat=True))
+    todo = list(rederive_segments_of(user_id).values_list("id", flat=True))
     for segment_id in todo:
         segment_rederive(user_id=user_id, segment_id=segment_id)
     return len(todo)

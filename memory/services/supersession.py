@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -139,10 +139,15 @@ def _ended_by_later(user_id: int, fact: KnowledgeFact) -> list[Planned]:
     return planned
 
 
+def unchecked_facts_of(user_id: int) -> QuerySet[KnowledgeFact]:
+    """One user's KB facts no supersession detector has looked at yet (valid_from unset)."""
+    return KnowledgeFact.objects.filter(user_id=user_id, valid_from__isnull=True)
+
+
 def supersession_detect_pending(*, user_id: int, at: datetime | None = None) -> list[Supersession]:
     """Maintenance's step after promotion: the facts no detector has looked at yet (valid_from
     unset: promotion, an archive import) are compared, then get their valid_from (when stated)."""
-    pending = list(KnowledgeFact.objects.filter(user_id=user_id, valid_from__isnull=True).values_list("pk", flat=True))
+    pending = list(unchecked_facts_of(user_id).values_list("pk", flat=True))
     if not pending:
         return []
     written = supersession_detect(user_id=user_id, fact_ids=[str(pk) for pk in pending], at=at)

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from memory.adapters import configured
 from memory.engine import hybrid_scoring as scoring
@@ -173,6 +174,14 @@ def points_write(points: Sequence[VectorPoint]) -> None:
     remember_facts(index, points)
 
 
+def unindexed_pages_of(user_id: int) -> QuerySet[DialoguePage]:
+    """One user's complete pages whose utterances are not indexed yet, leaving out what recall
+    never shows (repressed pages and segments, the archive)."""
+    return (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, turns_indexed=False,
+                                        repressed=False)
+            .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True))
+
+
 def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
                 vectors: Mapping[str, Sequence[float]] | None = None) -> int:
     """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived).
@@ -180,9 +189,7 @@ def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
     params = params or scoring.HybridParams()
     done = 0
     while True:
-        pages = list(DialoguePage.objects.select_related("user", "sona").filter(
-            user_id=user_id, status=PageStatus.COMPLETE, turns_indexed=False, repressed=False)
-            .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True).order_by("seq")[:INDEX_BATCH])
+        pages = list(unindexed_pages_of(user_id).select_related("user", "sona").order_by("seq")[:INDEX_BATCH])
         if not pages:
             return done
         for page in pages:

@@ -292,3 +292,59 @@ def test_promotion_reads_only_pages_new_since_the_last_or_else_the_latest(make_u
     assert long_term_services.promote_segment(user_id=user.pk, segment_id=str(segment.id), heat=9.0)
 
     assert len(in_segment) > 2 and read == [[newest], in_segment[-2:]]
+
+
+def test_each_occasional_step_s_work_is_found_for_its_user_only(make_user, memory_env):
+    from memory.selectors.maintenance import rederive_segments_of, stopped_turn_pages_of, unembedded_pages_of
+    from memory.services.supersession import unchecked_facts_of
+    from memory.services.utterances import unindexed_pages_of
+
+    tune(memory_env, MAINTENANCE_MODE="off", PENDING_TIMEOUT_S=600)
+    user, other = make_user(), make_user()
+    steps = (stopped_turn_pages_of, unembedded_pages_of, unindexed_pages_of, rederive_segments_of,
+             unchecked_facts_of)
+
+    def found(person):
+        return [step(person.pk).exists() for step in steps]
+
+    page = add_page(user, "I keep bees on the roof.", "How many hives?")
+    maintenance_run(user_id=user.pk)
+    assert found(user) == [False] * 5
+    stopped_mid_turn(user, "My sister is moving to Lisbon.", minutes_ago=11)
+    DialoguePage.objects.filter(id=page.id).update(embedding=b"", turns_indexed=False)
+    segment = Segment.objects.create(user=user, summary="bees", last_access=timezone.now(), rederive=True)
+    KnowledgeFact.objects.create(user=user, text="User keeps bees", normalised="user keeps bees")
+    assert found(user) == [True] * 5
+    assert found(other) == [False] * 5
+    # What recall never shows is not indexed: a page of a repressed segment.
+    Segment.objects.filter(id=segment.id).update(repressed=True)
+    DialoguePage.objects.filter(id=page.id).update(segment=segment)
+    assert not unindexed_pages_of(user.pk).exists()
+
+
+def test_a_run_with_no_occasional_work_skips_those_steps(make_user, memory_env, monkeypatch):
+    tune(memory_env, STM_CAPACITY=1, MAINTENANCE_MODE="off")
+    user = make_user()
+    add_page(user, "I keep bees on the roof.", "How many hives?")
+    add_page(user, "The bees made honey this summer.", "Lovely.")
+
+    def not_called(*args, **kwargs):
+        raise AssertionError("a step with nothing to do ran")
+
+    for name in ("pages_interrupted_complete", "_embed_missing", "index_turns", "_rederive_segments",
+                 "supersession_detect_pending"):
+        monkeypatch.setattr(f"memory.services.maintenance.{name}", not_called)
+    report = maintenance_run(user_id=user.pk)
+    assert report.moved == 1 and report.chained == 2
+
+
+def test_work_an_earlier_step_makes_is_done_in_the_same_run(make_user, memory_env, monkeypatch):
+    tune(memory_env, PENDING_TIMEOUT_S=600, MAINTENANCE_MODE="off")
+    user = make_user()
+    stopped = stopped_mid_turn(user, "My sister Ines is moving to Lisbon in June.", minutes_ago=11)
+    # The stopped turn's page is completed without its embedding: the same run embeds and indexes it.
+    monkeypatch.setattr("memory.services.pages.embed_or_none", lambda texts: None)
+    report = maintenance_run(user_id=user.pk)
+    stopped.refresh_from_db()
+    assert report.interrupted == 1 and report.embedded == 1 and report.turns_indexed == 1
+    assert len(stopped.embedding) == 384 * 4 and stopped.turns_indexed
