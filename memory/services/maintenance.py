@@ -31,6 +31,7 @@ from memory.models import (
     PageStatus,
     Segment,
     Tier,
+    bytes_to_vector,
     vector_to_bytes,
 )
 from memory.policies import registry as models
@@ -57,6 +58,9 @@ log = logging.getLogger(__name__)
 
 _user_locks: defaultdict[int, threading.Lock] = defaultdict(threading.Lock)
 MAX_RETRIES = 3
+# What the meta chain reads of the page before a new one: its vector and chain, and what its
+# graph node is made of (not its utterances or sources).
+PREVIOUS_FIELDS = ("id", "user_id", "seq", "query", "response", "timestamp", "chain_id", "embedding")
 
 
 @dataclass
@@ -198,10 +202,11 @@ def _embed_missing(user_id: int) -> int:
 
 
 def chain_newest_pages(chain_id, count: int) -> QuerySet[DialoguePage]:
-    """The newest `count` pages of a meta chain, by the chain alone (its id is a page's, so no other
-    user's): with the user's id beside it, SQLite walked the user's pages by (user, seq) until it
-    found them, all of them for a short chain, on every linked page."""
-    return DialoguePage.objects.filter(chain_id=chain_id).order_by("-seq")[:count]
+    """The newest `count` pages of a meta chain (id, seq and query: what its summary reads), by the
+    chain alone (its id is a page's, so no other user's): with the user's id beside it, SQLite
+    walked the user's pages by (user, seq) until it found them, all of them for a short chain, on
+    every linked page."""
+    return DialoguePage.objects.filter(chain_id=chain_id).order_by("-seq").only("id", "seq", "query")[:count]
 
 
 def _link_chains(user_id: int) -> int:
@@ -216,8 +221,8 @@ def _link_chains(user_id: int) -> int:
             if page.chain_done:
                 continue
             prev = (DialoguePage.objects.filter(user_id=user_id, seq__lt=page.seq, status=PageStatus.COMPLETE)
-                    .order_by("-seq").first())
-            similarity = cosine(prev.to_engine().embedding, page.to_engine().embedding) if prev else None
+                    .order_by("-seq").only(*PREVIOUS_FIELDS).first())
+            similarity = cosine(bytes_to_vector(prev.embedding), bytes_to_vector(page.embedding)) if prev else None
             decision = chain_link(similarity=similarity, threshold=params.chain_threshold)
             chain_pages = [page]
             if decision.continues and prev is not None:

@@ -34,6 +34,8 @@ from memory.services.utterances import turn_point_ids
 
 # Pages a segment's keywords and summary are made from: the newest.
 SUMMARY_PAGES = 12
+# What keywords, summary and vector read of those pages (not their utterances or sources).
+SUMMARY_FIELDS = ("id", "seq", "query", "response", "reply_model", "keywords", "embedding")
 
 
 def page_move_to_mtm(*, user_id: int, page_id: str, now: datetime | None = None) -> bool | None:
@@ -61,10 +63,10 @@ def page_move_to_mtm(*, user_id: int, page_id: str, now: datetime | None = None)
         merged = mid_term.segment_after_merge(engine_segment, view)
         # moved_at is the wall clock: promotion reads the pages moved since its last run by it.
         page.tier, page.moved_at = Tier.MTM, timezone.now()
-        _refresh_segment(segment, merged, page)
+        node = _refresh_segment(segment, merged, page)
         page.segment = segment
         page.save(update_fields=["tier", "segment", "moved_at"])
-        _record_move(user_id, page, segment, plan, at)
+        _record_move(user_id, page, segment, node, plan, at)
         seg_point = segment_point(segment)
         page_payload = {"tier": Tier.MTM, "segment_id": str(segment.id)}
         point_ids = [str(page.id)] + (turn_point_ids(page) if page.turns_indexed else [])
@@ -81,7 +83,7 @@ def _merge_topics(user_id: int) -> list[mid_term.SegmentTopic]:
             for pk, keywords, blob in rows.values_list("id", "keywords", "embedding")]
 
 
-def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) -> None:
+def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) -> MemoryNode:
     """Counters from the engine; keywords, summary and e_s recomputed as the segment grows.
 
     e_s is the unit mean of the vectors of the pages its summary is made of (the newest
@@ -90,7 +92,7 @@ def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) 
     close to every casual page, so one segment swallowed most of a conversation.)
     """
     recent = [] if segment._state.adding else list(
-        DialoguePage.objects.filter(segment=segment).order_by("-seq")[:SUMMARY_PAGES])
+        DialoguePage.objects.filter(segment=segment).order_by("-seq").only(*SUMMARY_FIELDS)[:SUMMARY_PAGES])
     members = [page] + recent
     segment.l_interaction = merged.l_interaction
     segment.page_count = merged.page_count
@@ -102,11 +104,13 @@ def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) 
     segment.summary_source = "offline"
     segment.summary_stale = configured.chat_model() is not None
     segment.save()
-    graph.row_node_put(user_id=segment.user_id, kind=MemoryNode.Kind.SEGMENT, row=segment)
+    return graph.row_node_put(user_id=segment.user_id, kind=MemoryNode.Kind.SEGMENT, row=segment)
 
 
-def _record_move(user_id: int, page: DialoguePage, segment: Segment, plan: mid_term.MergePlan,
-                 at: datetime) -> None:
+def _record_move(user_id: int, page: DialoguePage, segment: Segment, node: MemoryNode,
+                 plan: mid_term.MergePlan, at: datetime) -> None:
+    """The move's lifecycle events and the segment's "contains" edge to the page; `node` is the
+    segment's, just put by its refresh (read again, its block lists every page it holds)."""
     best = plan.candidates[0] if plan.candidates else None
     kind = LifecycleEvent.Kind.SEGMENT_CREATED if plan.segment_id is None else LifecycleEvent.Kind.SEGMENT_MERGED
     event_record(user_id=user_id, kind=LifecycleEvent.Kind.MOVED_TO_MTM, subject_id=page.id, at=at,
@@ -118,8 +122,9 @@ def _record_move(user_id: int, page: DialoguePage, segment: Segment, plan: mid_t
         best_jaccard=round(best.jaccard, 4) if best else None,
         candidates=[{"id": c.segment_id, "fscore": round(c.fscore, 4)} for c in plan.candidates[:5]],
     )
-    graph.edge_link(user_id=user_id, source=segment, source_kind=MemoryNode.Kind.SEGMENT, target=page,
-                    target_kind=MemoryNode.Kind.PAGE, relation="contains")
+    edge = graph.edge_put(user_id=user_id, source=node, relation="contains",
+                          target=graph.node_of(user_id=user_id, obj=page, kind=MemoryNode.Kind.PAGE))
+    segment.cid = edge.source.cid
 
 
 def segment_rederive(*, user_id: int, segment_id) -> None:

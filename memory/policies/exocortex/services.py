@@ -92,14 +92,17 @@ def _due_page(user_id: int) -> DialoguePage | None:
     mode = settings.MEMORYOS["EXOCORTEX_RECOLLECTIONS"]
     if mode == "off":
         return None
-    page = (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, repressed=False)
-            .exclude(embedding=b"").order_by("-seq").first())
-    state = UserMemoryState.objects.filter(user_id=user_id).first()
-    if page is None or (state is not None and page.seq <= state.recollected_seq):
+    # Its id and seq first: most runs end here, and a whole row (utterances, vector) is read only
+    # for a page that is due.
+    newest = (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, repressed=False)
+              .exclude(embedding=b"").order_by("-seq").values_list("id", "seq").first())
+    state = UserMemoryState.objects.filter(user_id=user_id).values_list("recollected_seq", flat=True).first()
+    if newest is None or (state is not None and newest[1] <= state):
         return None
-    if mode != "always" and not RetrievalTrace.objects.filter(page=page, policy__in=recollecting_policies()).exists():
+    if mode != "always" and not RetrievalTrace.objects.filter(page_id=newest[0],
+                                                              policy__in=recollecting_policies()).exists():
         return None
-    return page
+    return DialoguePage.objects.select_related("user").filter(id=newest[0]).first()
 
 
 def _anchors(user_id: int, page: DialoguePage) -> list[DialoguePage]:
