@@ -51,15 +51,16 @@ def fscore(*, cos: float, keywords_a: frozenset[str], keywords_b: frozenset[str]
     return cos + jaccard(keywords_a, keywords_b)
 
 
-def mean_vector(vectors: Sequence[Sequence[float]]) -> tuple[float, ...]:
-    """Unit-normalised mean; the segment embedding is the centroid of its pages."""
+def mean_vector(vectors: Sequence[Sequence[float] | np.ndarray]) -> tuple[float, ...]:
+    """Unit-normalised mean; the segment embedding is the centroid of its pages. The vectors may be
+    float32 arrays (stored vectors read with bytes_to_array): they are summed in float64, one
+    vector after another, so the result is the same to the bit as a sum of Python floats."""
     if not vectors:
         return ()
-    dim = len(vectors[0])
-    sums = [0.0] * dim
+    total = np.zeros(len(vectors[0]))
     for vec in vectors:
-        for i, value in enumerate(vec):
-            sums[i] += value
+        total += np.asarray(vec, dtype=float)
+    sums = total.tolist()
     norm = math.sqrt(sum(v * v for v in sums))
     return tuple(v / norm for v in sums) if norm else tuple(sums)
 

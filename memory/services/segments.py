@@ -157,7 +157,7 @@ def segment_vector(members: list[DialoguePage]) -> tuple[float, ...]:
     """A segment's vector from the pages its summary is made of: their vectors' unit mean (empty
     when none has one). Embedding the summary instead added nothing to LoCoMo R@10 (BENCHMARKS.md,
     "Writes at the embedding floor") and was a sixth of a live write's MiniLM time."""
-    return mean_vector([bytes_to_vector(page.embedding) for page in members if page.embedding])
+    return mean_vector([bytes_to_array(page.embedding) for page in members if page.embedding])
 
 
 def segments_holding_pins(user_id: int) -> QuerySet:

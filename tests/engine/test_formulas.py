@@ -76,6 +76,20 @@ def test_mean_vector_and_running_centroid():
     assert running_centroid((1.0, 0.0), 3, (0.0, 1.0)) == pytest.approx((3 / math.sqrt(10), 1 / math.sqrt(10)))
 
 
+def test_mean_vector_of_stored_float32_vectors_is_the_python_float_sum_to_the_bit():
+    import numpy as np
+
+    rows = np.random.default_rng(3).standard_normal((13, 384)).astype(np.float32)
+    sums = [0.0] * 384  # the sum of Python floats, one vector after another
+    for row in rows.tolist():
+        for i, value in enumerate(row):
+            sums[i] += value
+    norm = math.sqrt(sum(v * v for v in sums))
+    expected = tuple(v / norm for v in sums)
+    assert mean_vector(list(rows)) == expected
+    assert mean_vector([tuple(row) for row in rows.tolist()]) == expected
+
+
 def test_cosines_are_cosine_row_by_row_with_empty_and_zero_rows_at_zero():
     from memory.engine.similarity import cosine, cosines
 
