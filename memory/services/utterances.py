@@ -150,13 +150,15 @@ def turn_flags(said: Sequence[dict], pos: int) -> dict[str, bool]:
 
 
 def utterance_before(page: DialoguePage) -> dict | None:
-    """The last utterance of the page before `page` in the conversation, if any."""
-    previous = (DialoguePage.objects.select_related("user", "sona")
-                .filter(user_id=page.user_id, seq__lt=page.seq, status=PageStatus.COMPLETE)
-                .order_by("-seq").first())
-    if previous is None:
+    """The last utterance of the page before `page` in the conversation, if any. Its stored
+    utterances are read alone; the whole row, with its user and sona, only for a page that has
+    none stored (page_utterances makes them then)."""
+    pages = (DialoguePage.objects.filter(user_id=page.user_id, seq__lt=page.seq, status=PageStatus.COMPLETE)
+             .order_by("-seq"))
+    found = pages.values_list("id", "utterances").first()
+    if found is None:
         return None
-    said = page_utterances(previous)
+    said = found[1] or page_utterances(DialoguePage.objects.select_related("user", "sona").get(id=found[0]))
     return said[-1] if said else None
 
 
