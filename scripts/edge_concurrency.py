@@ -2,7 +2,7 @@
 evidence that the relevance core's searches run one after another (BENCHMARKS.md, "What blocks
 issue 37's last two targets").
 
-A fresh Edge shard in a temporary directory with POINTS random unit vectors (384-d, HNSW built),
+A fresh Edge shard in a temporary directory with POINTS random vectors (384-d, cosine, HNSW built),
 then QUERIES nearest-neighbour searches of LIMIT hits (the core's `candidates`), timed in three
 rounds (each round every variant once; the median is printed):
 

@@ -95,9 +95,9 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     with _user_locks[user_id]:
         try:
             # The occasional steps run when a one-row read (EXISTS) finds work for them. A write's
-            # run usually finds none, and the steps' own reads of their rows cost more: on a
-            # 10,000-page store the five took 11-14 ms a run, their EXISTS 2.7 ms (BENCHMARKS.md,
-            # "Maintenance asks first").
+            # run usually finds none, and the steps' own reads of their rows cost more: 10-14 ms a
+            # write on a 10,000-page store (scripts/write_steps.py; BENCHMARKS.md, "Maintenance
+            # asks first").
             # By wall-clock time, not `now` (a stopped turn is found by how long it has waited).
             if stopped_turn_pages_of(user_id).exists():
                 report.interrupted = pages_interrupted_complete(user_id=user_id)

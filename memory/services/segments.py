@@ -109,8 +109,9 @@ def _refresh_segment(segment: Segment, merged: SegmentView, page: DialoguePage) 
 
 def _record_move(user_id: int, page: DialoguePage, segment: Segment, node: MemoryNode,
                  plan: mid_term.MergePlan, at: datetime) -> None:
-    """The move's lifecycle events and the segment's "contains" edge to the page; `node` is the
-    segment's, just put by its refresh (read again, its block lists every page it holds)."""
+    """The move's lifecycle events and the segment's "contains" edge to the page. `node` is the
+    segment's node as its refresh just put it: not read back, since its block lists every page the
+    segment holds."""
     best = plan.candidates[0] if plan.candidates else None
     kind = LifecycleEvent.Kind.SEGMENT_CREATED if plan.segment_id is None else LifecycleEvent.Kind.SEGMENT_MERGED
     event_record(user_id=user_id, kind=LifecycleEvent.Kind.MOVED_TO_MTM, subject_id=page.id, at=at,

@@ -96,8 +96,8 @@ def _due_page(user_id: int) -> DialoguePage | None:
     # for a page that is due.
     newest = (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, repressed=False)
               .exclude(embedding=b"").order_by("-seq").values_list("id", "seq").first())
-    state = UserMemoryState.objects.filter(user_id=user_id).values_list("recollected_seq", flat=True).first()
-    if newest is None or (state is not None and newest[1] <= state):
+    recollected = UserMemoryState.objects.filter(user_id=user_id).values_list("recollected_seq", flat=True).first()
+    if newest is None or (recollected is not None and newest[1] <= recollected):
         return None
     if mode != "always" and not RetrievalTrace.objects.filter(page_id=newest[0],
                                                               policy__in=recollecting_policies()).exists():

@@ -5,11 +5,11 @@ Candidates are the dialogue pages the relevance core ranks best and those whose 
 most words with the query (TurnRelevance.page_keyword_scores: the best BM25 score of a page's
 utterances in the core's keyword list), each with its page's graph node: its importance (the EWMA
 beside the node) and the sonas it belongs to (SonaMembership; the page's own sona when it has
-none). The top_k are the seeds; each spends its budget along MemoryEdge rows (read one batch of nodes per step), which
-pulls in the pages, segments, facts and agent traits they depend on. Nodes the user may not recall
-are never read through: another user's, repressed memories (the page, its segment, the fact), old
-versions of corrected memories and trait evidence. The engine's ids are the nodes' primary keys as
-strings.
+none). The top_k are the seeds; each spends its budget along MemoryEdge rows (read one batch of
+nodes per step), which pulls in the pages, segments, facts and agent traits they depend on. Nodes
+the user may not recall are never read through: another user's, repressed memories (the page,
+its segment, the fact), old versions of corrected memories and trait evidence. The engine's ids are
+the nodes' primary keys as strings.
 """
 
 from __future__ import annotations
