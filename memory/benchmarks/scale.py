@@ -6,8 +6,9 @@ Per size, in a fresh database and vector shard (common.bench_env):
    the retrieval trace recorded (the product's path) and without; the query embedding alone; the
    parts of a recall each alone; single searches over all of the user's pages and utterances
    (`measure_retrieval` says how they are interleaved).
-3. Ingest through the real write path for a sample: page_start + page_reply_store (embedding
-   included) + maintenance_run, one page at a time.
+3. Ingest through the real write path for a sample, one page at a time, as a chat turn writes
+   it: page_start, the page's text embedded, page_reply_store, then maintenance_run (which embeds
+   and indexes the page's utterances).
 4. Database size, vector shard size, peak RSS; then Edge's `optimize()` (HNSW) and step 2 again.
 
 The bulk path: rows created with bulk_create in the tiers and segments maintenance would have
@@ -526,8 +527,18 @@ def _timed_alone(call, pairs: list[tuple[str, list[float]]], label: str, show: b
 BEFORE_WRITE, WRITE = "re-addressed per move (before)", "re-addressed once per run"
 
 
+def page_write(user, sona, message: tuple[str, str]) -> DialoguePage:
+    """One page stored as a chat turn stores it (memory/services/turns.py): the message, then the
+    reply with the page's vector, its text embedded alone as the reply's thread embeds it.
+    Maintenance embeds and indexes its utterances (memory/services/utterances.py)."""
+    query, response = message
+    page = page_start(user=user, query=query, sona=sona, timestamp=timezone.now())
+    vectors = configured.embedder().embed([page_text(query, response, "bench")])
+    return page_reply_store(page=page, response=response, reply_model="bench", embedding=vectors[0])
+
+
 def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, Any]:
-    """Pages through page_start + page_reply_store (real embedding) + maintenance_run, one at a
+    """Pages through page_write (a chat turn's store, real embedding) + maintenance_run, one at a
     time, `count` per variant: the product's path (the graph re-addressed once per maintenance
     run) and, as the baseline in the same run, the graph re-addressed on every write as before
     (graph.readdress_once turned off). The variants take turns page by page, on the same store.
@@ -542,8 +553,7 @@ def measure_writes(user, sona, count: int, seed: int, show: bool) -> dict[str, A
         started = time.perf_counter()
         try:
             with variants[name](), common.embeddings_metered(meters[name]):
-                page = page_start(user=user, query=message[0], sona=sona, timestamp=timezone.now())
-                page_reply_store(page=page, response=message[1], reply_model="bench")
+                page_write(user, sona, message)
                 maintenance_run(user_id=user.pk)
         except Exception as exc:
             raise CommandError(f"the write path failed on page {n + 1} of {len(messages)} ({name}): "
@@ -569,24 +579,23 @@ def over_embedding(write_ms: float, embedding_ms: float) -> float:
 
 
 def measure_burst(user, sona, messages: list[tuple[str, str]]) -> dict[str, Any]:
-    """The same path under a burst: every page stored as it comes (page_start + page_reply_store,
-    the page's embedding included), then one maintenance_run that takes them all (utterances
-    indexed in batches, one eviction and promotion pass). pages/s = pages / (the whole burst and
-    the maintenance that caught up with it): what the product sees when pages come faster than
-    maintenance runs. Any error stops the benchmark."""
+    """The same path under a burst: every page stored as it comes (page_write, the page's embedding
+    included), then one maintenance_run that takes them all (utterances indexed in batches, one
+    eviction and promotion pass). pages/s = pages / (the whole burst and the maintenance that
+    caught up with it): what the product sees when pages come faster than maintenance runs. Any
+    error stops the benchmark."""
     started = time.perf_counter()
     pages = []
     try:
         with common.embeddings_metered() as meter:
-            for query, response in messages:
-                page = page_start(user=user, query=query, sona=sona, timestamp=timezone.now())
-                pages.append(page_reply_store(page=page, response=response, reply_model="bench"))
+            for message in messages:
+                pages.append(page_write(user, sona, message))
             stored = time.perf_counter()
             maintenance_run(user_id=user.pk)
     except Exception as exc:
         raise CommandError(f"the write path failed in a burst of {len(messages)} pages: "
                            f"{type(exc).__name__}: {exc}; no write rate is reported") from exc
-    # A page stored with its reply's embedding is indexed then, the others by maintenance: either way all.
+    # Maintenance indexes every page's utterances: a page left out would make the rate a false one.
     indexed = DialoguePage.objects.filter(id__in=[p.id for p in pages], turns_indexed=True).count()
     if indexed != len(messages):
         raise CommandError(f"{indexed} of a burst's {len(messages)} pages had their utterances indexed; "
@@ -677,7 +686,8 @@ def render(result: dict) -> str:
         "'trace' is writing the trace and committing the visits with it.",
         "all-pages / all-turns search = one dense search over all of the user's page / MTM utterance points; "
         "all-turns BM25 = one keyword search over the user's MTM utterances (the hybrid policy makes both).",
-        "write path = page_start + page_reply_store (embedding) + maintenance_run per page, on the built store, "
+        "write path = a chat turn's store (page_start, the page's text embedded, page_reply_store) + "
+        "maintenance_run (the utterances embedded and indexed) per page, on the built store, "
         "the graph re-addressed once per maintenance run; 'before' = the same with the graph re-addressed on "
         "every write (the baseline, measured in the same run, turn about with the product's path); 'burst' = as many "
         "pages again stored back to back, then one maintenance run that takes them all, pages / the whole time. "

@@ -81,3 +81,30 @@ def test_a_failed_write_stops_the_benchmark_with_no_rate(memory_env, make_user, 
     sona = Sona.objects.create(user=user, name="assistant", profile="", is_default=True)
     with pytest.raises(CommandError, match=r"write path failed on page 1 of 4 .*not a CID.*no write rate"):
         scale.measure_writes(user, sona, 2, seed=7, show=False)
+
+
+def test_a_benchmark_write_stores_a_page_as_a_chat_turn_does(memory_env, make_user):
+    """The page's text embedded alone and stored with the reply; its utterances are left to
+    maintenance, which embeds and indexes them, as after a chat turn (memory/services/turns.py)."""
+    from memory.models import Sona
+    from memory.services.maintenance import maintenance_run
+    from memory.services.pages import page_text
+
+    user = make_user()
+    sona = Sona.objects.create(user=user, name="assistant", profile="", is_default=True)
+    message = ("I adopted a grey cat called Miso last week.", "Miso is a lovely name for a cat.")
+    with common.embeddings_metered() as meter:
+        page = scale.page_write(user, sona, message)
+    assert (meter.calls, meter.texts) == (1, 1)  # the page's own text, alone
+    page.refresh_from_db()
+    assert page.status == PageStatus.COMPLETE and page.reply_model == "bench" and page.response == message[1]
+    assert page.embedding and not page.turns_indexed
+    expected = configured.embedder().embed([page_text(*message, "bench")])[0]
+    assert list(page.to_engine().embedding) == pytest.approx(expected, abs=1e-6)
+
+    maintenance_run(user_id=user.pk)
+
+    page.refresh_from_db()
+    assert page.turns_indexed
+    found = configured.vector_index().search(user_id=str(user.pk), vector=expected, limit=10, kind="turn")
+    assert {hit.payload["page_id"] for hit in found} == {str(page.id)}
