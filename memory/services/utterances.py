@@ -187,7 +187,10 @@ def unindexed_pages_of(user_id: int) -> QuerySet[DialoguePage]:
 def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
                 vectors: Mapping[str, Sequence[float]] | None = None) -> int:
     """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived).
-    `vectors`: utterance and context texts (utterance_text, context_text) embedded already."""
+    `vectors`: utterance and context texts (utterance_text, context_text) embedded already.
+
+    Batch by batch until one comes short: a page completed after that read is the next run's (its
+    maintenance is due until it is chained), and a live write's run reads its pages once."""
     params = params or scoring.HybridParams()
     done = 0
     while True:
@@ -202,6 +205,8 @@ def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
             for page in pages:
                 DialoguePage.objects.filter(id=page.id).update(utterances=page.utterances, turns_indexed=True)
         done += len(pages)
+        if len(pages) < INDEX_BATCH:
+            return done
 
 
 def turn_flags_backfill(*, user_id: int) -> int:

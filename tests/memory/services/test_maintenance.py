@@ -348,3 +348,24 @@ def test_work_an_earlier_step_makes_is_done_in_the_same_run(make_user, memory_en
     stopped.refresh_from_db()
     assert report.interrupted == 1 and report.embedded == 1 and report.turns_indexed == 1
     assert len(stopped.embedding) == 384 * 4 and stopped.turns_indexed
+
+
+def test_turns_are_indexed_batch_by_batch_until_one_comes_short(make_user, memory_env, monkeypatch):
+    from memory.services import utterances
+
+    tune(memory_env, MAINTENANCE_MODE="off")
+    user = make_user()
+    pages = [add_page(user, f"I planted {n} tulips by the fence today.", "Lovely.") for n in range(5)]
+    DialoguePage.objects.filter(user=user).update(turns_indexed=False)
+    reads = []
+    real = utterances.unindexed_pages_of
+    monkeypatch.setattr(utterances, "unindexed_pages_of", lambda user_id: reads.append(user_id) or real(user_id))
+    monkeypatch.setattr(utterances, "INDEX_BATCH", 2)
+
+    assert utterances.index_turns(user_id=user.pk) == 5
+    assert len(reads) == 3  # 2, 2, then 1: the short batch ends it, with no read that finds none
+    assert not DialoguePage.objects.filter(user=user, turns_indexed=False).exists()
+    # A live write's run: its one page, read once.
+    reads.clear()
+    DialoguePage.objects.filter(id=pages[0].id).update(turns_indexed=False)
+    assert utterances.index_turns(user_id=user.pk) == 1 and len(reads) == 1
