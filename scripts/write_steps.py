@@ -1,14 +1,17 @@
 """Where a write's own time goes: wall time of each maintenance step (no profiler), over WRITES
-writes (page_start + page_reply_store + maintenance_run, as `bench scale` times them) on a
-bench-built store of PAGES pages, beside their MiniLM time. The evidence for BENCHMARKS.md,
-"Writes: a move reads three columns, promotion only what could be hot".
+writes (a chat turn's store, scale.page_write, then maintenance_run, as `bench scale` times
+them) on a bench-built store of PAGES pages, beside their MiniLM time. The evidence for
+BENCHMARKS.md, "Writes: a move reads three columns, promotion only what could be hot" and "A
+write's own work, and recall's keyword searches".
 
     .venv/bin/python scripts/write_steps.py 10000 30
 
-Steps nest (page_reply_store holds _said_embedded, maintenance_run the rest; _readdress runs
-when maintenance's graph block closes): read the totals as such. Then the SQL statements a write
+Steps nest (page_write holds page_start and page_reply_store, maintenance_run the rest;
+_readdress runs when maintenance's graph block closes): read the totals as such. Then the SQL statements a write
 runs and their execution time (the database's own, without the ORM's building of them), the
-costliest first.
+costliest first. Last, how much of a write is Django's ORM: the time inside QuerySet and
+Model calls (building, compiling and running statements, making rows into instances), less the
+database's own execution of their SQL, beside what is left for everything else.
 """
 
 from __future__ import annotations
@@ -27,11 +30,10 @@ import django  # noqa: E402
 django.setup()
 
 from django.db import connection  # noqa: E402
-from django.utils import timezone  # noqa: E402
 
 from memory.adapters import configured  # noqa: E402
 from memory.benchmarks import common, scale  # noqa: E402
-from memory.services import graph, maintenance, pages, segments  # noqa: E402
+from memory.services import graph, maintenance, segments  # noqa: E402
 
 STEPS = {
     maintenance: ("pages_interrupted_complete", "facts_from_turns", "_embed_missing", "index_turns",
@@ -39,7 +41,7 @@ STEPS = {
                   "_promote", "supersession_detect_pending", "_model_steps", "_settle", "maintenance_run"),
     graph: ("_readdress",),
     segments: ("_merge_topics", "_refresh_segment", "_record_move"),
-    pages: ("page_start", "page_reply_store", "_said_embedded"),
+    scale: ("page_write", "page_start", "page_reply_store"),
 }
 
 
@@ -57,12 +59,50 @@ def timed(spent: collections.Counter, module, name: str) -> None:
     setattr(module, name, wrapper)
 
 
+# What runs or builds ORM statements: the time from the outermost such call to its return is the
+# ORM's (a call inside another, get_or_create's filter say, counts once).
+QUERYSET_CALLS = ("_fetch_all", "aggregate", "bulk_create", "bulk_update", "count", "create", "defer", "delete",
+                  "exclude", "exists", "filter", "first", "get", "get_or_create", "in_bulk", "iterator", "last",
+                  "only", "order_by", "select_for_update", "select_related", "update", "update_or_create",
+                  "values", "values_list", "__getitem__")
+MODEL_CALLS = ("save", "delete", "refresh_from_db")
+
+
+def orm_timed(spent: collections.Counter) -> list[int]:
+    """Time the ORM's outermost calls into spent["orm"]; returns the depth of ORM calls under way
+    (the SQL wrapper reads it to tell the ORM's statements from the raw ones)."""
+    from django.db.models import Model, QuerySet
+
+    depth = [0]
+
+    def outermost(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            if depth[0]:
+                return function(*args, **kwargs)
+            depth[0] += 1
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent["orm"] += time.perf_counter() - started
+                depth[0] -= 1
+        return wrapper
+
+    for cls, names in ((QuerySet, QUERYSET_CALLS), (Model, MODEL_CALLS)):
+        for name in names:
+            setattr(cls, name, outermost(getattr(cls, name)))
+    return depth
+
+
 def main(size: int, writes: int) -> None:
     spent: collections.Counter = collections.Counter()
     for module, names in STEPS.items():
         for name in names:
             if hasattr(module, name):
                 timed(spent, module, name)
+    orm: collections.Counter = collections.Counter()
+    in_orm_call = orm_timed(orm)
     configured.embedder().embed(["warm up"])
     options = {"seed": 7, "pool": 1000, "noise": 0.05, "segment_pages": 50, "in_place": False, "keep": False}
     gen = scale.TextGenerator(99)
@@ -73,13 +113,13 @@ def main(size: int, writes: int) -> None:
         messages = [gen.page(scale.TOPIC_NAMES[n % len(scale.TOPIC_NAMES)]) for n in range(writes + 3)]
 
         def write(message: tuple[str, str]) -> None:
-            page = pages.page_start(user=builder.user, query=message[0], sona=builder.sona, timestamp=timezone.now())
-            pages.page_reply_store(page=page, response=message[1], reply_model="bench")
+            scale.page_write(builder.user, builder.sona, message)
             maintenance.maintenance_run(user_id=builder.user.pk)
 
         for message in messages[:3]:  # warm-up: caches, the first segment moves
             write(message)
         spent.clear()
+        orm.clear()
         meter = common.EmbeddingMeter()
         statements: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
 
@@ -90,6 +130,8 @@ def main(size: int, writes: int) -> None:
             finally:
                 statements[sql[:110]][0] += 1
                 statements[sql[:110]][1] += time.perf_counter() - started
+                if in_orm_call[0]:
+                    orm["sql"] += time.perf_counter() - started
 
         started = time.perf_counter()
         with common.embeddings_metered(meter), connection.execute_wrapper(executed):
@@ -106,6 +148,12 @@ def main(size: int, writes: int) -> None:
     print(f"SQL: {count:.1f} statements a write, {executing:.1f} ms executing them")
     for sql, (n, seconds) in sorted(statements.items(), key=lambda item: -item[1][1])[:8]:
         print(f"  {1000 * seconds / writes:6.2f} ms  {n / writes:4.1f}x  {sql}")
+    in_orm, orm_sql = 1000 * orm["orm"] / writes, 1000 * orm["sql"] / writes
+    print(f"ORM: {in_orm:.1f} ms a write inside QuerySet and Model calls: {in_orm - orm_sql:.1f} ms its own Python, "
+          f"{orm_sql:.1f} ms executing its SQL")
+    print(f"Besides MiniLM: the ORM's own Python {in_orm - orm_sql:.1f} ms, all SQL executing {executing:.1f} ms, "
+          f"the rest {total - minilm - in_orm - (executing - orm_sql):.1f} ms; at write / MiniLM 1.3 all of it "
+          f"gets {0.3 * minilm:.1f} ms")
 
 
 if __name__ == "__main__":
