@@ -145,10 +145,8 @@ def main():
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 and not sys.argv[2].startswith("-") else 20
     prof_of = sys.argv[sys.argv.index("--profile") + 1] if "--profile" in sys.argv else None
     stm = memory_params().stm_capacity
-    opts = {"seed": 7, "pool": 1000, "noise": 0.05, "segment_pages": n, "in_place": False, "keep": False}
     with common.bench_env(isolate_db=True, keep=False) as env:
-        builder = scale.StoreBuilder(env, pages=n + stm, options=opts, pool=scale.embedding_pool(60, 7, False))
-        builder.build(False)
+        builder = scale.store_built(env, n + stm, pool=60, noise=0.05, segment_pages=n)
         user_id = builder.user.pk
         seg_row = builder.seg_rows[0]
         seg_node = MemoryNode.objects.get(user_id=user_id, kind="segment", object_id=str(seg_row.pk))

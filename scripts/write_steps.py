@@ -104,12 +104,9 @@ def main(size: int, writes: int) -> None:
     orm: collections.Counter = collections.Counter()
     in_orm_call = orm_timed(orm)
     configured.embedder().embed(["warm up"])
-    options = {"seed": 7, "pool": 1000, "noise": 0.05, "segment_pages": 50, "in_place": False, "keep": False}
     gen = scale.TextGenerator(99)
     with common.bench_env(isolate_db=True, keep=False) as env:
-        builder = scale.StoreBuilder(env, pages=size, options=options,
-                                     pool=scale.embedding_pool(min(1000, size), 7, False))
-        builder.build(False)
+        builder = scale.store_built(env, size, noise=0.05)
         messages = [gen.page(scale.TOPIC_NAMES[n % len(scale.TOPIC_NAMES)]) for n in range(writes + 3)]
 
         def write(message: tuple[str, str]) -> None:

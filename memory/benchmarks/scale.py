@@ -186,6 +186,22 @@ _POOLS: dict[tuple[int, int], Pool] = {}
 WORD_TOPIC = {word: topic for topic, words in TOPICS.items() for word in words} | {t: t for t in TOPICS}
 
 
+# The store the scripts beside this benchmark build (scripts/write_steps.py, bm25_idf_cost.py,
+# bench_readdress.py) and its tests: `bench scale`'s options, with a smaller MiniLM pool to start
+# sooner.
+SCRIPT_STORE = {"seed": 7, "pool": 1000, "noise": 0.02, "segment_pages": 50}
+
+
+def store_built(env: common.BenchEnv, pages: int, **changes: Any) -> StoreBuilder:
+    """A store of `pages` pages built by the bulk path with SCRIPT_STORE's options, as `changes`
+    change them, and no progress bars."""
+    options = {**SCRIPT_STORE, **changes}
+    builder = StoreBuilder(env, pages=pages, options=options,
+                           pool=embedding_pool(min(options["pool"], pages), options["seed"], False))
+    builder.build(False)
+    return builder
+
+
 def embedding_pool(size: int, seed: int, show: bool) -> Pool:
     """Embedded once per process and reused by every size (same seed, same texts)."""
     if (size, seed) not in _POOLS:

@@ -14,14 +14,9 @@ from memory.engine.ipld import block_cid, node_decode
 from memory.models import DialoguePage, MemoryEdge, MemoryNode, PageStatus, Segment, Tier
 from memory.services.graph import ROW_MODELS
 
-OPTIONS = {"seed": 7, "noise": 0.02, "segment_pages": 20}
-
 
 def _built(env, pages: int = 200) -> scale.StoreBuilder:
-    pool = scale.embedding_pool(48, OPTIONS["seed"], False)
-    builder = scale.StoreBuilder(env, pages=pages, options=OPTIONS, pool=pool)
-    builder.build(show=False)
-    return builder
+    return scale.store_built(env, pages, pool=48, segment_pages=20)
 
 
 def assert_graph_is_the_products(user) -> None:
