@@ -1,6 +1,6 @@
 """Whether Qdrant Edge's searches can overlap each other or Python work in one process: the
-evidence that the relevance core's searches run one after another (BENCHMARKS.md, "What blocks
-issue 37's last two targets").
+evidence that the relevance core's searches run one after another (BENCHMARKS.md, "Recall: why
+the core's searches cannot overlap").
 
 A fresh Edge shard in a temporary directory with POINTS random vectors (384-d, cosine, HNSW built),
 then QUERIES nearest-neighbour searches of LIMIT hits (the core's `candidates`), timed in three
