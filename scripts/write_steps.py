@@ -5,6 +5,12 @@ BENCHMARKS.md, "Writes: a move reads three columns, promotion only what could be
 write's own work, and recall's keyword searches".
 
     .venv/bin/python scripts/write_steps.py 10000 30
+    .venv/bin/python scripts/write_steps.py 10000 30 --turns-beside
+
+--turns-beside runs the variant tried and left in BENCHMARKS.md ("Tried and left: a write's
+utterances embedded beside its other steps"): the new utterances' embedding starts on a worker
+thread where maintenance would index them, and they are indexed just before the memory models'
+steps, with those vectors. Its MiniLM time is then what the calls took beside the other steps.
 
 Steps nest (page_write holds page_start and page_reply_store, maintenance_run the rest;
 _readdress runs when maintenance's graph block closes): read the totals as such. Then the SQL statements a write
@@ -95,12 +101,45 @@ def orm_timed(spent: collections.Counter) -> list[int]:
     return depth
 
 
-def main(size: int, writes: int) -> None:
+def turns_embedded_beside() -> None:
+    """Maintenance as in the variant tried and left (see the module doc): index_turns only starts
+    the embedding, and the indexing runs before _model_steps. Put in after the step timers, so
+    the indexing is still timed as index_turns."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from memory.services import utterances
+
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turns-beside")
+    started: dict[int, Future] = {}
+    index_turns, model_steps = maintenance.index_turns, maintenance._model_steps
+
+    def start(*, user_id: int, **_options) -> int:
+        pages = list(utterances.unindexed_pages_of(user_id).select_related("user", "sona")
+                     .order_by("seq")[:utterances.INDEX_BATCH])
+        for page in pages:
+            page.utterances = utterances.page_utterances(page)
+        texts = utterances.turn_texts(pages, utterances.utterance_before(pages[0])) if pages else []
+        embedder = configured.embedder()  # the metered one, resolved on this thread
+        started[user_id] = worker.submit(lambda: dict(zip(texts, embedder.embed(texts), strict=True)))
+        return 0
+
+    def index_then_model_steps(user_id: int, report, now) -> None:
+        future = started.pop(user_id, None)
+        if future is not None:
+            report.turns_indexed = index_turns(user_id=user_id, vectors=future.result())
+        model_steps(user_id, report, now)
+
+    maintenance.index_turns, maintenance._model_steps = start, index_then_model_steps
+
+
+def main(size: int, writes: int, turns_beside: bool = False) -> None:
     spent: collections.Counter = collections.Counter()
     for module, names in STEPS.items():
         for name in names:
             if hasattr(module, name):
                 timed(spent, module, name)
+    if turns_beside:
+        turns_embedded_beside()
     orm: collections.Counter = collections.Counter()
     in_orm_call = orm_timed(orm)
     configured.embedder().embed(["warm up"])
@@ -136,7 +175,8 @@ def main(size: int, writes: int) -> None:
                 write(message)
         total = (time.perf_counter() - started) * 1000 / writes
     minilm = meter.per(writes)["ms"]
-    print(f"pages {size:,}  writes {writes}  write {total:.1f} ms  MiniLM {minilm:.1f} ms  "
+    print(f"{'utterances embedded beside the other steps; ' if turns_beside else ''}"
+          f"pages {size:,}  writes {writes}  write {total:.1f} ms  MiniLM {minilm:.1f} ms  "
           f"other {total - minilm:.1f} ms  write / MiniLM {total / minilm:.2f}  load {os.getloadavg()[0]:.1f}")
     for name, seconds in spent.most_common():
         print(f"  {name:30s} {1000 * seconds / writes:7.1f} ms")
@@ -154,4 +194,4 @@ def main(size: int, writes: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(int(sys.argv[1]), int(sys.argv[2]), "--turns-beside" in sys.argv[3:])
