@@ -331,7 +331,7 @@ def test_a_run_with_no_occasional_work_skips_those_steps(make_user, memory_env, 
     def not_called(*args, **kwargs):
         raise AssertionError("a step with nothing to do ran")
 
-    for name in ("pages_interrupted_complete", "_embed_missing", "index_turns", "_rederive_segments",
+    for name in ("pages_interrupted_complete", "_embed_missing", "_rederive_segments",
                  "supersession_detect_pending"):
         monkeypatch.setattr(f"memory.services.maintenance.{name}", not_called)
     report = maintenance_run(user_id=user.pk)
