@@ -167,36 +167,64 @@ def _subject(head: str) -> str | None:
 
 _PLACE = r"(?P<value>[A-Za-z][\w' .-]*)"
 _SUBJ = r"(?P<head>(?:^|.*?\b))"
+
+
+class _Headed:
+    """A reader's pattern that opens with its lazy `head` group, `(?P<head>.*?)`.
+
+    The head takes in whatever comes before the words the reader looks for, so wherever `search`
+    would find a match starting later in a clause, the head can stretch back to the clause's start
+    and the same words match from there: `search` returns the match that starts at 0, which is
+    what `match` returns. `match` only skips trying every later start, each one again through the
+    head (quadratic in the clause; about 20x the steps on LoCoMo's clauses). `.` stops at a
+    newline, so a text holding one is searched as before (clauses_of splits on newlines).
+    """
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        if not pattern.startswith((_SUBJ, "(?P<head>.*?)")):
+            raise ValueError(f"not a headed pattern: {pattern[:40]!r}")
+        self.pattern = re.compile(pattern, flags)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.pattern.match(text) if "\n" not in text else self.pattern.search(text)
+
+
 _RESIDENCE = (
-    re.compile(_SUBJ + r"(?:moved|move|moving|relocated|relocating)\s+(?:all the way\s+|back\s+)?"
+    _Headed(_SUBJ + r"(?:moved|move|moving|relocated|relocating)\s+(?:all the way\s+|back\s+)?"
                r"from\s+(?P<old>[A-Z][\w' .-]*?)\s+(?:to|into)\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:moved|move|moving|relocated|relocating)\s+(?:all the way\s+|back\s+|over\s+)?"
+    _Headed(_SUBJ + r"(?:moved|move|moving|relocated|relocating)\s+(?:all the way\s+|back\s+|over\s+)?"
                r"(?:to|into)\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:live|lives|living|lived|reside|resides|residing)\s+(?:with\s+(?:[\w']+\s+){1,3}?)?"
+    _Headed(_SUBJ + r"(?:live|lives|living|lived|reside|resides|residing)\s+(?:with\s+(?:[\w']+\s+){1,3}?)?"
                r"(?:in|near)\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:am|'m|are|'re|is|'s)?\s*(?:based|settled|living)\s+in\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:home|house|flat|apartment|place|address)\s+is\s+(?:now\s+)?in\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:moved|moving)\b.*?\binto\s+(?:an?\s+|the\s+|our\s+|my\s+)?(?:new\s+)?"
+    _Headed(_SUBJ + r"(?:am|'m|are|'re|is|'s)?\s*(?:based|settled|living)\s+in\s+" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:home|house|flat|apartment|place|address)\s+is\s+(?:now\s+)?in\s+" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:moved|moving)\b.*?\binto\s+(?:an?\s+|the\s+|our\s+|my\s+)?(?:new\s+)?"
                r"(?:flat|house|place|apartment|home|condo)\s+in\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"grew up in\s+" + _PLACE, re.I),
+    _Headed(_SUBJ + r"grew up in\s+" + _PLACE, re.I),
 )
-_RESIDENCE_LEFT = re.compile(_SUBJ + r"(?:moved|moving)\s+(?:away\s+)?(?:from|out of)\s+" + _PLACE, re.I)
+_RESIDENCE_LEFT = _Headed(_SUBJ + r"(?:moved|moving)\s+(?:away\s+)?(?:from|out of)\s+" + _PLACE, re.I)
+_RESIDENCE_NO_LONGER = _Headed(r"(?P<head>.*?)\b(?:no longer|don't|do not|doesn't)\s+live\s+in\s+" + _PLACE
+                               + r".*\b(?:anymore|any more)?", re.I)
 
 _EMPLOYER = (
-    re.compile(_SUBJ + r"(?:work|works|working|worked)\s+(?:now\s+)?(?:at|for)\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:job|position|role|internship)\s+(?:is\s+)?(?:at|with)\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:started|start|starting|began|begun)\s+(?:a\s+new\s+job\s+|a\s+job\s+|work\s+|working\s+|"
+    _Headed(_SUBJ + r"(?:work|works|working|worked)\s+(?:now\s+)?(?:at|for)\s+" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:job|position|role|internship)\s+(?:is\s+)?(?:at|with)\s+" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:started|start|starting|began|begun)\s+(?:a\s+new\s+job\s+|a\s+job\s+|work\s+|working\s+|"
                r"my\s+new\s+job\s+|a\s+new\s+position\s+)?at\s+" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:joined|hired by|hired at|employed by|employed at|got a job at|got hired at|"
+    _Headed(_SUBJ + r"(?:joined|hired by|hired at|employed by|employed at|got a job at|got hired at|"
                r"took a job at|accepted a job at|got an offer from)\s+" + _PLACE, re.I),
 )
 _GROUPS = re.compile(r"\b(?:club|group|team|class|classes|gym|band|choir|community|league|course|workshop|"
                      r"program|programme|society|circle|meetup|forum|movement|cause|party|crew|squad)\b", re.I)
 _EMPLOYER_LEFT = (
-    re.compile(_SUBJ + r"(?:quit|left|leaving|quitting)\s+(?:my\s+(?:job|position|role)\s+(?:at|with)\s+)?"
+    _Headed(_SUBJ + r"(?:quit|left|leaving|quitting)\s+(?:my\s+(?:job|position|role)\s+(?:at|with)\s+)?"
                + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:retired|laid off|fired|let go|resigned)\s+from\s+" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:retired|laid off|fired|let go|resigned)\s+from\s+" + _PLACE, re.I),
 )
+_EMPLOYER_NO_LONGER = _Headed(r"(?P<head>.*?)\b(?:no longer|don't|do not|doesn't)\s+work\s+(?:at|for)\s+"
+                              + _PLACE, re.I)
 _OCCUPATIONS = frozenset("""
 teacher nurse doctor engineer developer programmer lawyer accountant chef cook baker librarian designer
 writer journalist student barista cashier manager electrician plumber carpenter mechanic pharmacist dentist
@@ -206,56 +234,58 @@ clerk secretary banker salesperson translator vet veterinarian midwife surgeon c
 florist tailor artist musician actor freelancer
 """.split())
 _OCCUPATION = (
-    re.compile(_SUBJ + r"(?:work|works|working|worked)\s+as\s+(?:an?\s+)?" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:job|career)\s+as\s+(?:an?\s+)?" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:became|become|becoming|trained as|retrained as|qualified as)\s+(?:an?\s+)?" + _PLACE, re.I),
-    re.compile(_SUBJ + r"(?:am|'m|is|are)\s+(?:now\s+|officially\s+)?(?:an?\s+)(?P<value>[\w-]+(?:\s+\w+)?)", re.I),
-    re.compile(_SUBJ + r"(?:am|'m|is)\s+(?:now\s+|officially\s+)?(?P<value>retired)\b", re.I),
+    _Headed(_SUBJ + r"(?:work|works|working|worked)\s+as\s+(?:an?\s+)?" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:job|career)\s+as\s+(?:an?\s+)?" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:became|become|becoming|trained as|retrained as|qualified as)\s+(?:an?\s+)?" + _PLACE, re.I),
+    _Headed(_SUBJ + r"(?:am|'m|is|are)\s+(?:now\s+|officially\s+)?(?:an?\s+)(?P<value>[\w-]+(?:\s+\w+)?)", re.I),
+    _Headed(_SUBJ + r"(?:am|'m|is)\s+(?:now\s+|officially\s+)?(?P<value>retired)\b", re.I),
 )
 _PARTNER_WORDS = r"(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee|fiancé|fiancée|spouse)"
 _NAME = r"(?P<value>[A-Z][a-z]+)"
 _PARTNER = (
-    re.compile(_SUBJ + r"\b" + _PARTNER_WORDS + r"(?:'s name)?\s*(?:,\s*|\s+is\s+(?:called\s+|named\s+)?|\s+)"
+    _Headed(_SUBJ + r"\b" + _PARTNER_WORDS + r"(?:'s name)?\s*(?:,\s*|\s+is\s+(?:called\s+|named\s+)?|\s+)"
                + _NAME),
-    re.compile(_SUBJ + r"(?:seeing|dating|met)\s+someone(?:\s+new)?\b.{0,20}?\b(?:her|his|their)\s+name\s+is\s+"
+    _Headed(_SUBJ + r"(?:seeing|dating|met)\s+someone(?:\s+new)?\b.{0,20}?\b(?:her|his|their)\s+name\s+is\s+"
                + _NAME),
-    re.compile(_SUBJ + r"(?:dating|going out with|married to|engaged to|in a relationship with|together with|"
+    _Headed(_SUBJ + r"(?:dating|going out with|married to|engaged to|in a relationship with|together with|"
                r"seeing someone called|proposed to|marrying|moved in with)\s+" + _NAME),
 )
-_PARTNER_STATUS = re.compile(_SUBJ + r"(?:am|'m|is|are|'re|got|getting)\s+(?:now\s+|officially\s+|happily\s+)?"
+_PARTNER_STATUS = _Headed(_SUBJ + r"(?:am|'m|is|are|'re|got|getting)\s+(?:now\s+|officially\s+|happily\s+)?"
                              r"(?P<value>single|married|engaged|divorced|separated|widowed)\b", re.I)
-_PARTNER_LEFT = re.compile(_SUBJ + r"(?:broke up|split up|separated|divorced)(?:\s+(?:with|from))?"
+_PARTNER_LEFT = _Headed(_SUBJ + r"(?:broke up|split up|separated|divorced)(?:\s+(?:with|from))?"
                            r"(?:\s+(?P<value>[A-Z][a-z]+))?")
+_PARTNER_EX = _Headed(r"(?P<head>.*?)\bex(?:-| )?(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee)?,?\s+"
+                      r"(?P<value>[A-Z][a-z]+)")
 _APART = frozenset({"single", "divorced", "separated", "widowed"})
 _PET_WORDS = (r"(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|turtle|tortoise|horse|guinea pig|"
               r"snake|lizard)")
 _PET_HAS = (
-    re.compile(_SUBJ + r"(?:have|has|got|adopted|own|owns)\s+(?:an?\s+)?(?:\w+\s+)?(?P<species>" + _PET_WORDS
+    _Headed(_SUBJ + r"(?:have|has|got|adopted|own|owns)\s+(?:an?\s+)?(?:\w+\s+)?(?P<species>" + _PET_WORDS
                + r")\s+(?:named|called)\s+" + _NAME, re.I),
-    re.compile(_SUBJ + r"\b(?P<species>dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|turtle|horse|snake)"
+    _Headed(_SUBJ + r"\b(?P<species>dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|turtle|horse|snake)"
                r"(?:'s name is|,|\s+is\s+called|\s+named|\s+called|)\s+" + _NAME),
 )
 _PET_GONE = (
-    re.compile(r"(?P<head>.*?)(?:\b(?P<species>" + _PET_WORDS + r")\s+)?(?P<value>[A-Z][a-z]+)?\s*"
+    _Headed(r"(?P<head>.*?)(?:\b(?P<species>" + _PET_WORDS + r")\s+)?(?P<value>[A-Z][a-z]+)?\s*"
                r"(?:died|passed away|passed|ran away|went missing|was put down|had to be put down)\b"),
-    re.compile(_SUBJ + r"(?:lost|put down|rehomed|gave away|buried)\s+(?:our|my)\s+(?:\w+\s+)?"
+    _Headed(_SUBJ + r"(?:lost|put down|rehomed|gave away|buried)\s+(?:our|my)\s+(?:\w+\s+)?"
                r"(?P<species>" + _PET_WORDS + r")(?:,?\s+(?P<value>[A-Z][a-z]+))?", re.I),
-    re.compile(_SUBJ + r"(?:lost|put down|rehomed|gave away|buried)\s+(?P<value>[A-Z][a-z]+)"),
-    re.compile(_SUBJ + r"put\s+(?P<value>[A-Z][a-z]+)\s+(?:down|to sleep)\b"),
+    _Headed(_SUBJ + r"(?:lost|put down|rehomed|gave away|buried)\s+(?P<value>[A-Z][a-z]+)"),
+    _Headed(_SUBJ + r"put\s+(?P<value>[A-Z][a-z]+)\s+(?:down|to sleep)\b"),
 )
 _DIETS = {"vegetarian": "vegetarian", "veggie": "vegetarian", "vegan": "vegan", "pescatarian": "pescatarian",
           "pescetarian": "pescatarian", "keto": "keto", "gluten-free": "gluten-free", "carnivore": "carnivore"}
 _DIET = (
-    re.compile(_SUBJ + r"(?:am|'m|is|are|'re|went|gone|going|turned|became|become|been|eat|eats|eating)\s+"
+    _Headed(_SUBJ + r"(?:am|'m|is|are|'re|went|gone|going|turned|became|become|been|eat|eats|eating)\s+"
                r"(?:not\s+|no longer\s+)?(?:now\s+|fully\s+|completely\s+|strictly\s+|officially\s+|a\s+|an\s+)*"
                r"(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free|carnivore)\b", re.I),
 )
-_DIET_MEAT_OFF = re.compile(_SUBJ + r"(?:stopped|quit|gave up|cut out|don't|do not|no longer|never)\s+"
+_DIET_MEAT_OFF = _Headed(_SUBJ + r"(?:stopped|quit|gave up|cut out|don't|do not|no longer|never)\s+"
                             r"(?:eating\s+|eat\s+)?(?:meat|animal products)\b", re.I)
-_DIET_GIVEN_UP = re.compile(_SUBJ + r"(?:given up|gave up|quit|stopped|dropped|ditched|abandoned)\s+(?:being\s+)?"
+_DIET_GIVEN_UP = _Headed(_SUBJ + r"(?:given up|gave up|quit|stopped|dropped|ditched|abandoned)\s+(?:being\s+)?"
                             r"(?:an?\s+)?(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free)\b",
                             re.I)
-_DIET_MEAT_ON = re.compile(_SUBJ + r"(?:eat|eats|eating|started eating|back to eating)\s+meat\b", re.I)
+_DIET_MEAT_ON = _Headed(_SUBJ + r"(?:eat|eats|eating|started eating|back to eating)\s+meat\b", re.I)
 _LIKE = r"(?:love|loves|loved|like|likes|liked|enjoy|enjoys|enjoyed|adore|adores|am into|'m into|is into|" \
         r"am a fan of|'m a fan of|is a fan of|am obsessed with|'m obsessed with|is obsessed with|" \
         r"am passionate about|'m passionate about|is passionate about)"
@@ -263,17 +293,17 @@ _DISLIKE = r"(?:hate|hates|dislike|dislikes|can't stand|cannot stand|detest|am s
            r"am tired of|'m tired of|is tired of|have gone off|'ve gone off|went off|am over|'m over|" \
            r"am not into|'m not into|is not into|am not a fan of|'m not a fan of|not a fan of)"
 _PREFERENCE = (
-    (re.compile(_SUBJ + r"(?:don't|do not|doesn't|does not|no longer|never)\s+(?:really\s+)?"
+    (_Headed(_SUBJ + r"(?:don't|do not|doesn't|does not|no longer|never)\s+(?:really\s+)?"
                 r"(?:like|love|enjoy|care for)\s+(?P<value>.+)", re.I), "-"),
-    (re.compile(_SUBJ + r"\b" + _DISLIKE + r"\s+(?P<value>.+)", re.I), "-"),
-    (re.compile(_SUBJ + r"(?:used to|once)\s+(?:love|like|enjoy|adore)\s+(?P<value>.+)", re.I), "past+"),
-    (re.compile(_SUBJ + r"(?:really\s+|absolutely\s+|totally\s+)?\b" + _LIKE + r"\s+(?P<value>.+)", re.I), "+"),
+    (_Headed(_SUBJ + r"\b" + _DISLIKE + r"\s+(?P<value>.+)", re.I), "-"),
+    (_Headed(_SUBJ + r"(?:used to|once)\s+(?:love|like|enjoy|adore)\s+(?P<value>.+)", re.I), "past+"),
+    (_Headed(_SUBJ + r"(?:really\s+|absolutely\s+|totally\s+)?\b" + _LIKE + r"\s+(?P<value>.+)", re.I), "+"),
 )
-_FAVORITE = re.compile(_SUBJ + r"favou?rite\s+(?P<key>[\w ]+?)\s+(?:is|are|has become|became)\s+(?:now\s+)?"
+_FAVORITE = _Headed(_SUBJ + r"favou?rite\s+(?P<key>[\w ]+?)\s+(?:is|are|has become|became)\s+(?:now\s+)?"
                        r"(?P<value>.+)", re.I)
-_ACTIVITY_ON = re.compile(_SUBJ + r"(?:play|plays|playing|practice|practices|practise|practises|do|does)\s+"
+_ACTIVITY_ON = _Headed(_SUBJ + r"(?:play|plays|playing|practice|practices|practise|practises|do|does)\s+"
                           r"(?P<value>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)", re.I)
-_ACTIVITY_OFF = re.compile(_SUBJ + r"(?:stopped|quit|gave up|don't|do not|no longer|never)\s+"
+_ACTIVITY_OFF = _Headed(_SUBJ + r"(?:stopped|quit|gave up|don't|do not|no longer|never)\s+"
                            r"(?:playing\s+|doing\s+|practicing\s+|practising\s+|play\s+|do\s+)?"
                            r"(?P<value>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)", re.I)
 
@@ -336,8 +366,7 @@ def _residence(clause: str) -> list[Claim | None]:
     left = _RESIDENCE_LEFT.search(clause)
     if left and not claims:
         claims.append(_claim(clause, left, "residence", value="", ended=_value(left.group("value"))))
-    negated = re.search(r"(?P<head>.*?)\b(?:no longer|don't|do not|doesn't)\s+live\s+in\s+" + _PLACE + r".*\b"
-                        r"(?:anymore|any more)?", clause, re.I)
+    negated = _RESIDENCE_NO_LONGER.search(clause)
     if negated and re.search(r"\bno longer\b|\banymore\b|\bany more\b", clause, re.I):
         claims.append(_claim(clause, negated, "residence", value="", ended=_value(negated.group("value"))))
     return claims
@@ -366,8 +395,7 @@ def _employer(clause: str) -> list[Claim | None]:
             continue
         claims.append(_claim(clause, match, "employer", value="", ended=_value(match.group("value"))))
         break
-    negated = re.search(r"(?P<head>.*?)\b(?:no longer|don't|do not|doesn't)\s+work\s+(?:at|for)\s+" + _PLACE,
-                        clause, re.I)
+    negated = _EMPLOYER_NO_LONGER.search(clause)
     if negated and re.search(r"\bno longer\b|\banymore\b|\bany more\b", clause, re.I):
         claims.append(_claim(clause, negated, "employer", value="", ended=_value(negated.group("value"))))
     return claims
@@ -396,8 +424,7 @@ def _partner(clause: str) -> list[Claim | None]:
         name = (left.group("value") or "").lower()
         claims.append(_claim(clause, left, "partner", value="single", ended=name or "*"))
         return claims
-    ex = re.search(r"(?P<head>.*?)\bex(?:-| )?(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee)?,?\s+"
-                   r"(?P<value>[A-Z][a-z]+)", clause)
+    ex = _PARTNER_EX.search(clause)
     if ex:
         claims.append(_claim(clause, ex, "partner", value="", ended=ex.group("value").lower()))
         return claims
