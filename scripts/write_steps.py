@@ -17,12 +17,14 @@ _readdress runs when maintenance's graph block closes): read the totals as such.
 runs and their execution time (the database's own, without the ORM's building of them), the
 costliest first. Last, how much of a write is Django's ORM: the time inside QuerySet and
 Model calls (building, compiling and running statements, making rows into instances), less the
-database's own execution of their SQL, beside what is left for everything else.
+database's own execution of their SQL, beside what is left for everything else, and how much of
+that rest is Qdrant Edge's own calls (the shard's update, query, scroll and retrieve).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 import sys
@@ -101,6 +103,38 @@ def orm_timed(spent: collections.Counter) -> list[int]:
     return depth
 
 
+class _TimedShard:
+    """The Edge shard with each of its calls' wall time added to spent["edge"]."""
+
+    def __init__(self, shard, spent: collections.Counter) -> None:
+        self._shard, self._spent = shard, spent
+
+    def __getattr__(self, name: str):
+        call = getattr(self._shard, name)
+
+        @functools.wraps(call)
+        def timed_call(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self._spent["edge"] += time.perf_counter() - started
+        return timed_call
+
+
+def edge_timed(spent: collections.Counter) -> None:
+    from memory.adapters.vectors import EdgeVectorIndex
+
+    shard_of = EdgeVectorIndex._shard
+
+    @contextlib.contextmanager
+    def timed(index):
+        with shard_of(index) as shard:
+            yield _TimedShard(shard, spent)
+
+    EdgeVectorIndex._shard = timed
+
+
 def turns_embedded_beside() -> None:
     """Maintenance as in the variant tried and left (see the module doc): index_turns only starts
     the embedding, and the indexing runs before _model_steps. Put in after the step timers, so
@@ -142,6 +176,7 @@ def main(size: int, writes: int, turns_beside: bool = False) -> None:
         turns_embedded_beside()
     orm: collections.Counter = collections.Counter()
     in_orm_call = orm_timed(orm)
+    edge_timed(orm)
     configured.embedder().embed(["warm up"])
     gen = scale.TextGenerator(99)
     with common.bench_env(isolate_db=True, keep=False) as env:
@@ -185,12 +220,12 @@ def main(size: int, writes: int, turns_beside: bool = False) -> None:
     print(f"SQL: {count:.1f} statements a write, {executing:.1f} ms executing them")
     for sql, (n, seconds) in sorted(statements.items(), key=lambda item: -item[1][1])[:8]:
         print(f"  {1000 * seconds / writes:6.2f} ms  {n / writes:4.1f}x  {sql}")
-    in_orm, orm_sql = 1000 * orm["orm"] / writes, 1000 * orm["sql"] / writes
+    in_orm, orm_sql, in_edge = (1000 * orm[key] / writes for key in ("orm", "sql", "edge"))
     print(f"ORM: {in_orm:.1f} ms a write inside QuerySet and Model calls: {in_orm - orm_sql:.1f} ms its own Python, "
           f"{orm_sql:.1f} ms executing its SQL")
     print(f"Besides MiniLM: the ORM's own Python {in_orm - orm_sql:.1f} ms, all SQL executing {executing:.1f} ms, "
-          f"the rest {total - minilm - in_orm - (executing - orm_sql):.1f} ms; at write / MiniLM 1.3 all of it "
-          f"gets {0.3 * minilm:.1f} ms")
+          f"the rest {total - minilm - in_orm - (executing - orm_sql):.1f} ms (Qdrant Edge's calls {in_edge:.1f} ms "
+          f"of it); at write / MiniLM 1.3 all of it gets {0.3 * minilm:.1f} ms")
 
 
 if __name__ == "__main__":
