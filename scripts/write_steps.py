@@ -53,18 +53,20 @@ STEPS = {
 }
 
 
-def timed(spent: collections.Counter, module, name: str) -> None:
-    function = getattr(module, name)
-
+def adding_time(function, spent: collections.Counter, key: str):
+    """`function`, with the wall time of each call added to spent[key]."""
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         started = time.perf_counter()
         try:
             return function(*args, **kwargs)
         finally:
-            spent[name] += time.perf_counter() - started
+            spent[key] += time.perf_counter() - started
+    return wrapper
 
-    setattr(module, name, wrapper)
+
+def timed(spent: collections.Counter, module, name: str) -> None:
+    setattr(module, name, adding_time(getattr(module, name), spent, name))
 
 
 # What runs or builds ORM statements: the time from the outermost such call to its return is the
@@ -110,16 +112,7 @@ class _TimedShard:
         self._shard, self._spent = shard, spent
 
     def __getattr__(self, name: str):
-        call = getattr(self._shard, name)
-
-        @functools.wraps(call)
-        def timed_call(*args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return call(*args, **kwargs)
-            finally:
-                self._spent["edge"] += time.perf_counter() - started
-        return timed_call
+        return adding_time(getattr(self._shard, name), self._spent, "edge")
 
 
 def edge_timed(spent: collections.Counter) -> None:
