@@ -193,15 +193,15 @@ class _Headed:
 
 _RESIDENCE = (
     _Headed(_SUBJ + r"(?:moved|move|moving|relocated|relocating)\s+(?:all the way\s+|back\s+)?"
-               r"from\s+(?P<old>[A-Z][\w' .-]*?)\s+(?:to|into)\s+" + _PLACE, re.I),
+            r"from\s+(?P<old>[A-Z][\w' .-]*?)\s+(?:to|into)\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:moved|move|moving|relocated|relocating)\s+(?:all the way\s+|back\s+|over\s+)?"
-               r"(?:to|into)\s+" + _PLACE, re.I),
+            r"(?:to|into)\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:live|lives|living|lived|reside|resides|residing)\s+(?:with\s+(?:[\w']+\s+){1,3}?)?"
-               r"(?:in|near)\s+" + _PLACE, re.I),
+            r"(?:in|near)\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:am|'m|are|'re|is|'s)?\s*(?:based|settled|living)\s+in\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:home|house|flat|apartment|place|address)\s+is\s+(?:now\s+)?in\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:moved|moving)\b.*?\binto\s+(?:an?\s+|the\s+|our\s+|my\s+)?(?:new\s+)?"
-               r"(?:flat|house|place|apartment|home|condo)\s+in\s+" + _PLACE, re.I),
+            r"(?:flat|house|place|apartment|home|condo)\s+in\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"grew up in\s+" + _PLACE, re.I),
 )
 _RESIDENCE_LEFT = _Headed(_SUBJ + r"(?:moved|moving)\s+(?:away\s+)?(?:from|out of)\s+" + _PLACE, re.I)
@@ -212,15 +212,15 @@ _EMPLOYER = (
     _Headed(_SUBJ + r"(?:work|works|working|worked)\s+(?:now\s+)?(?:at|for)\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:job|position|role|internship)\s+(?:is\s+)?(?:at|with)\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:started|start|starting|began|begun)\s+(?:a\s+new\s+job\s+|a\s+job\s+|work\s+|working\s+|"
-               r"my\s+new\s+job\s+|a\s+new\s+position\s+)?at\s+" + _PLACE, re.I),
+            r"my\s+new\s+job\s+|a\s+new\s+position\s+)?at\s+" + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:joined|hired by|hired at|employed by|employed at|got a job at|got hired at|"
-               r"took a job at|accepted a job at|got an offer from)\s+" + _PLACE, re.I),
+            r"took a job at|accepted a job at|got an offer from)\s+" + _PLACE, re.I),
 )
 _GROUPS = re.compile(r"\b(?:club|group|team|class|classes|gym|band|choir|community|league|course|workshop|"
                      r"program|programme|society|circle|meetup|forum|movement|cause|party|crew|squad)\b", re.I)
 _EMPLOYER_LEFT = (
     _Headed(_SUBJ + r"(?:quit|left|leaving|quitting)\s+(?:my\s+(?:job|position|role)\s+(?:at|with)\s+)?"
-               + _PLACE, re.I),
+            + _PLACE, re.I),
     _Headed(_SUBJ + r"(?:retired|laid off|fired|let go|resigned)\s+from\s+" + _PLACE, re.I),
 )
 _EMPLOYER_NO_LONGER = _Headed(r"(?P<head>.*?)\b(?:no longer|don't|do not|doesn't)\s+work\s+(?:at|for)\s+"
@@ -244,16 +244,16 @@ _PARTNER_WORDS = r"(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee|f
 _NAME = r"(?P<value>[A-Z][a-z]+)"
 _PARTNER = (
     _Headed(_SUBJ + r"\b" + _PARTNER_WORDS + r"(?:'s name)?\s*(?:,\s*|\s+is\s+(?:called\s+|named\s+)?|\s+)"
-               + _NAME),
+            + _NAME),
     _Headed(_SUBJ + r"(?:seeing|dating|met)\s+someone(?:\s+new)?\b.{0,20}?\b(?:her|his|their)\s+name\s+is\s+"
-               + _NAME),
+            + _NAME),
     _Headed(_SUBJ + r"(?:dating|going out with|married to|engaged to|in a relationship with|together with|"
-               r"seeing someone called|proposed to|marrying|moved in with)\s+" + _NAME),
+            r"seeing someone called|proposed to|marrying|moved in with)\s+" + _NAME),
 )
 _PARTNER_STATUS = _Headed(_SUBJ + r"(?:am|'m|is|are|'re|got|getting)\s+(?:now\s+|officially\s+|happily\s+)?"
-                             r"(?P<value>single|married|engaged|divorced|separated|widowed)\b", re.I)
+                          r"(?P<value>single|married|engaged|divorced|separated|widowed)\b", re.I)
 _PARTNER_LEFT = _Headed(_SUBJ + r"(?:broke up|split up|separated|divorced)(?:\s+(?:with|from))?"
-                           r"(?:\s+(?P<value>[A-Z][a-z]+))?")
+                        r"(?:\s+(?P<value>[A-Z][a-z]+))?")
 _PARTNER_EX = _Headed(r"(?P<head>.*?)\bex(?:-| )?(?:wife|husband|partner|boyfriend|girlfriend|fiance|fiancee)?,?\s+"
                       r"(?P<value>[A-Z][a-z]+)")
 _APART = frozenset({"single", "divorced", "separated", "widowed"})
@@ -261,15 +261,15 @@ _PET_WORDS = (r"(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|tu
               r"snake|lizard)")
 _PET_HAS = (
     _Headed(_SUBJ + r"(?:have|has|got|adopted|own|owns)\s+(?:an?\s+)?(?:\w+\s+)?(?P<species>" + _PET_WORDS
-               + r")\s+(?:named|called)\s+" + _NAME, re.I),
+            + r")\s+(?:named|called)\s+" + _NAME, re.I),
     _Headed(_SUBJ + r"\b(?P<species>dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|turtle|horse|snake)"
-               r"(?:'s name is|,|\s+is\s+called|\s+named|\s+called|)\s+" + _NAME),
+            r"(?:'s name is|,|\s+is\s+called|\s+named|\s+called|)\s+" + _NAME),
 )
 _PET_GONE = (
     _Headed(r"(?P<head>.*?)(?:\b(?P<species>" + _PET_WORDS + r")\s+)?(?P<value>[A-Z][a-z]+)?\s*"
-               r"(?:died|passed away|passed|ran away|went missing|was put down|had to be put down)\b"),
+            r"(?:died|passed away|passed|ran away|went missing|was put down|had to be put down)\b"),
     _Headed(_SUBJ + r"(?:lost|put down|rehomed|gave away|buried)\s+(?:our|my)\s+(?:\w+\s+)?"
-               r"(?P<species>" + _PET_WORDS + r")(?:,?\s+(?P<value>[A-Z][a-z]+))?", re.I),
+            r"(?P<species>" + _PET_WORDS + r")(?:,?\s+(?P<value>[A-Z][a-z]+))?", re.I),
     _Headed(_SUBJ + r"(?:lost|put down|rehomed|gave away|buried)\s+(?P<value>[A-Z][a-z]+)"),
     _Headed(_SUBJ + r"put\s+(?P<value>[A-Z][a-z]+)\s+(?:down|to sleep)\b"),
 )
@@ -277,14 +277,14 @@ _DIETS = {"vegetarian": "vegetarian", "veggie": "vegetarian", "vegan": "vegan", 
           "pescetarian": "pescatarian", "keto": "keto", "gluten-free": "gluten-free", "carnivore": "carnivore"}
 _DIET = (
     _Headed(_SUBJ + r"(?:am|'m|is|are|'re|went|gone|going|turned|became|become|been|eat|eats|eating)\s+"
-               r"(?:not\s+|no longer\s+)?(?:now\s+|fully\s+|completely\s+|strictly\s+|officially\s+|a\s+|an\s+)*"
-               r"(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free|carnivore)\b", re.I),
+            r"(?:not\s+|no longer\s+)?(?:now\s+|fully\s+|completely\s+|strictly\s+|officially\s+|a\s+|an\s+)*"
+            r"(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free|carnivore)\b", re.I),
 )
 _DIET_MEAT_OFF = _Headed(_SUBJ + r"(?:stopped|quit|gave up|cut out|don't|do not|no longer|never)\s+"
-                            r"(?:eating\s+|eat\s+)?(?:meat|animal products)\b", re.I)
+                         r"(?:eating\s+|eat\s+)?(?:meat|animal products)\b", re.I)
 _DIET_GIVEN_UP = _Headed(_SUBJ + r"(?:given up|gave up|quit|stopped|dropped|ditched|abandoned)\s+(?:being\s+)?"
-                            r"(?:an?\s+)?(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free)\b",
-                            re.I)
+                         r"(?:an?\s+)?(?P<value>vegetarian|veggie|vegan|pescatarian|pescetarian|keto|gluten-free)\b",
+                         re.I)
 _DIET_MEAT_ON = _Headed(_SUBJ + r"(?:eat|eats|eating|started eating|back to eating)\s+meat\b", re.I)
 _LIKE = r"(?:love|loves|loved|like|likes|liked|enjoy|enjoys|enjoyed|adore|adores|am into|'m into|is into|" \
         r"am a fan of|'m a fan of|is a fan of|am obsessed with|'m obsessed with|is obsessed with|" \
@@ -294,18 +294,18 @@ _DISLIKE = r"(?:hate|hates|dislike|dislikes|can't stand|cannot stand|detest|am s
            r"am not into|'m not into|is not into|am not a fan of|'m not a fan of|not a fan of)"
 _PREFERENCE = (
     (_Headed(_SUBJ + r"(?:don't|do not|doesn't|does not|no longer|never)\s+(?:really\s+)?"
-                r"(?:like|love|enjoy|care for)\s+(?P<value>.+)", re.I), "-"),
+             r"(?:like|love|enjoy|care for)\s+(?P<value>.+)", re.I), "-"),
     (_Headed(_SUBJ + r"\b" + _DISLIKE + r"\s+(?P<value>.+)", re.I), "-"),
     (_Headed(_SUBJ + r"(?:used to|once)\s+(?:love|like|enjoy|adore)\s+(?P<value>.+)", re.I), "past+"),
     (_Headed(_SUBJ + r"(?:really\s+|absolutely\s+|totally\s+)?\b" + _LIKE + r"\s+(?P<value>.+)", re.I), "+"),
 )
 _FAVORITE = _Headed(_SUBJ + r"favou?rite\s+(?P<key>[\w ]+?)\s+(?:is|are|has become|became)\s+(?:now\s+)?"
-                       r"(?P<value>.+)", re.I)
+                    r"(?P<value>.+)", re.I)
 _ACTIVITY_ON = _Headed(_SUBJ + r"(?:play|plays|playing|practice|practices|practise|practises|do|does)\s+"
-                          r"(?P<value>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)", re.I)
+                       r"(?P<value>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)", re.I)
 _ACTIVITY_OFF = _Headed(_SUBJ + r"(?:stopped|quit|gave up|don't|do not|no longer|never)\s+"
-                           r"(?:playing\s+|doing\s+|practicing\s+|practising\s+|play\s+|do\s+)?"
-                           r"(?P<value>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)", re.I)
+                        r"(?:playing\s+|doing\s+|practicing\s+|practising\s+|play\s+|do\s+)?"
+                        r"(?P<value>(?:the\s+)?[a-z]+(?:\s+[a-z]+)?)", re.I)
 
 
 def normalise_statement(text: str) -> str:
