@@ -177,13 +177,16 @@ class _Headed:
     and the same words match from there: `search` returns the match that starts at 0, which is
     what `match` returns. `match` only skips trying every later start, each one again through the
     head (quadratic in the clause; about 20x the steps on LoCoMo's clauses). `.` stops at a
-    newline, so a text holding one is searched as before (clauses_of splits on newlines).
+    newline, so a text holding one is searched as before (clauses_of splits on newlines). The
+    head's closing `\b` is tested at the same position whichever start it came from; a pattern
+    that refers back to the head (`(?P=head)`, `(?(head)...)`) could tell them apart, and is
+    refused.
     """
 
     __slots__ = ("pattern",)
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
-        if not pattern.startswith((_SUBJ, "(?P<head>.*?)")):
+        if not pattern.startswith((_SUBJ, "(?P<head>.*?)")) or "(?P=head)" in pattern or "(?(head)" in pattern:
             raise ValueError(f"not a headed pattern: {pattern[:40]!r}")
         self.pattern = re.compile(pattern, flags)
 

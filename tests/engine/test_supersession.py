@@ -104,9 +104,13 @@ def test_a_reader_pattern_still_finds_its_words_after_a_newline():
     assert headed.search("Some news\nI moved to York").group("value") == "York"
 
 
-def test_a_pattern_without_a_lazy_head_is_refused():
+@pytest.mark.parametrize("pattern", [
+    r"moved to (?P<value>\w+)",  # no head: a match could start anywhere
+    supersession._SUBJ + r"moved to (?P=head)",  # refers back to the head, whose text depends on the start
+])
+def test_a_pattern_that_a_match_from_the_start_could_misread_is_refused(pattern):
     with pytest.raises(ValueError, match="not a headed pattern"):
-        supersession._Headed(r"moved to (?P<value>\w+)")
+        supersession._Headed(pattern)
 
 
 # --- verdicts ---------------------------------------------------------------------------------
