@@ -18,7 +18,7 @@ runs and their execution time (the database's own, without the ORM's building of
 costliest first. Last, how much of a write is Django's ORM: the time inside QuerySet and
 Model calls (building, compiling and running statements, making rows into instances), less the
 database's own execution of their SQL, beside what is left for everything else, and how much of
-that rest is Qdrant Edge's own calls (the shard's update, query, scroll and retrieve).
+that rest is Qdrant Edge's own calls (every call on the shard: update, query, scroll, retrieve, flush...).
 """
 
 from __future__ import annotations
