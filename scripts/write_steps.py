@@ -141,11 +141,7 @@ def turns_embedded_beside() -> None:
     index_turns, model_steps = maintenance.index_turns, maintenance._model_steps
 
     def start(*, user_id: int, **_options) -> int:
-        pages = list(utterances.unindexed_pages_of(user_id).select_related("user", "sona")
-                     .order_by("seq")[:utterances.INDEX_BATCH])
-        for page in pages:
-            page.utterances = utterances.page_utterances(page)
-        texts = utterances.turn_texts(pages, utterances.utterance_before(pages[0])) if pages else []
+        texts = utterances.turn_texts(*utterances.unindexed_batch(user_id))
         embedder = configured.embedder()  # the metered one, resolved on this thread
         started[user_id] = worker.submit(lambda: dict(zip(texts, embedder.embed(texts), strict=True)))
         return 0

@@ -184,6 +184,15 @@ def unindexed_pages_of(user_id: int) -> QuerySet[DialoguePage]:
             .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True))
 
 
+def unindexed_batch(user_id: int) -> tuple[list[DialoguePage], dict | None]:
+    """The next INDEX_BATCH of the user's unindexed pages (unindexed_pages_of), oldest first, with
+    their utterances made, and the utterance before the first of them (their first context)."""
+    pages = list(unindexed_pages_of(user_id).select_related("user", "sona").order_by("seq")[:INDEX_BATCH])
+    for page in pages:
+        page.utterances = page_utterances(page)
+    return pages, utterance_before(pages[0]) if pages else None
+
+
 def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
                 vectors: Mapping[str, Sequence[float]] | None = None) -> int:
     """Index the utterances of completed pages not indexed yet. Idempotent (ids are derived).
@@ -194,12 +203,10 @@ def index_turns(*, user_id: int, params: scoring.HybridParams | None = None,
     params = params or scoring.HybridParams()
     done = 0
     while True:
-        pages = list(unindexed_pages_of(user_id).select_related("user", "sona").order_by("seq")[:INDEX_BATCH])
+        pages, before = unindexed_batch(user_id)
         if not pages:
             return done
-        for page in pages:
-            page.utterances = page_utterances(page)
-        points = turn_points(pages, utterance_before(pages[0]), params, vectors)
+        points = turn_points(pages, before, params, vectors)
         points_write(points)
         with transaction.atomic():
             for page in pages:
