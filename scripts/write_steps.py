@@ -163,9 +163,9 @@ def main(size: int, writes: int, turns_beside: bool = False) -> None:
                 timed(spent, module, name)
     if turns_beside:
         turns_embedded_beside()
-    orm: collections.Counter = collections.Counter()
-    in_orm_call = orm_timed(orm)
-    edge_timed(orm)
+    parts: collections.Counter = collections.Counter()  # a write's own time: "orm", its "sql", "edge"
+    in_orm_call = orm_timed(parts)
+    edge_timed(parts)
     configured.embedder().embed(["warm up"])
     gen = scale.TextGenerator(99)
     with common.bench_env(isolate_db=True, keep=False) as env:
@@ -179,7 +179,7 @@ def main(size: int, writes: int, turns_beside: bool = False) -> None:
         for message in messages[:3]:  # warm-up: caches, the first segment moves
             write(message)
         spent.clear()
-        orm.clear()
+        parts.clear()
         meter = common.EmbeddingMeter()
         statements: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
 
@@ -191,7 +191,7 @@ def main(size: int, writes: int, turns_beside: bool = False) -> None:
                 statements[sql[:110]][0] += 1
                 statements[sql[:110]][1] += time.perf_counter() - started
                 if in_orm_call[0]:
-                    orm["sql"] += time.perf_counter() - started
+                    parts["sql"] += time.perf_counter() - started
 
         started = time.perf_counter()
         with common.embeddings_metered(meter), connection.execute_wrapper(executed):
@@ -209,7 +209,7 @@ def main(size: int, writes: int, turns_beside: bool = False) -> None:
     print(f"SQL: {count:.1f} statements a write, {executing:.1f} ms executing them")
     for sql, (n, seconds) in sorted(statements.items(), key=lambda item: -item[1][1])[:8]:
         print(f"  {1000 * seconds / writes:6.2f} ms  {n / writes:4.1f}x  {sql}")
-    in_orm, orm_sql, in_edge = (1000 * orm[key] / writes for key in ("orm", "sql", "edge"))
+    in_orm, orm_sql, in_edge = (1000 * parts[key] / writes for key in ("orm", "sql", "edge"))
     print(f"ORM: {in_orm:.1f} ms a write inside QuerySet and Model calls: {in_orm - orm_sql:.1f} ms its own Python, "
           f"{orm_sql:.1f} ms executing its SQL")
     print(f"Besides MiniLM: the ORM's own Python {in_orm - orm_sql:.1f} ms, all SQL executing {executing:.1f} ms, "
