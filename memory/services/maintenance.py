@@ -108,8 +108,8 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             if unembedded_pages_of(user_id).exists():
                 report.embedded = _embed_missing(user_id)
                 between_steps()
-            # No guard: a chat turn's page reaches its run with its utterances not yet indexed,
-            # and the step's own read finds that.
+            # Asked by the step's own read, not an EXISTS first: a chat turn's page always reaches
+            # its run with its utterances not yet indexed.
             if index_turns_now:
                 report.turns_indexed = index_turns(user_id=user_id)
                 between_steps()
