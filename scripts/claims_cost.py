@@ -15,12 +15,12 @@ in this one:
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import statistics
 import sys
 import time
+from pathlib import Path
 
 sys.path.insert(0, os.getcwd())
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryos_site.settings")
@@ -31,6 +31,7 @@ django.setup()
 
 from memory.benchmarks import scale  # noqa: E402
 from memory.engine import supersession  # noqa: E402
+from memory.formats.locomo import load_conversations  # noqa: E402
 
 RUNS = 3
 RAMBLE = ("so we talked about the garden and the trip and my sister and the new place near the river and the "
@@ -50,10 +51,9 @@ def per_text_us(texts: list[str]) -> float:
 
 
 def locomo_turns(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as file:
-        samples = json.load(file)
-    return [turn["text"] for sample in samples for key, session in sample["conversation"].items()
-            if key.startswith("session_") and isinstance(session, list) for turn in session]
+    """Every turn's text as an import reads it (memory/formats/locomo.py: an image's caption joined)."""
+    return [turn.text for conversation in load_conversations(Path(path))
+            for _, _, turns in conversation.sessions for turn in turns]
 
 
 def ramble(chars: int, rng: random.Random) -> str:
