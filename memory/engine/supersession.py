@@ -176,11 +176,11 @@ class _Headed:
     would find a match starting later in a clause, the head can stretch back to the clause's start
     and the same words match from there: `search` returns the match that starts at 0, which is
     what `match` returns. `match` only skips trying every later start, each one again through the
-    head (quadratic in the clause; about 20x the steps on LoCoMo's clauses). `.` stops at a
-    newline, so a text holding one is searched as before (clauses_of splits on newlines). The
-    head's closing `\b` is tested at the same position whichever start it came from; a pattern
-    that refers back to the head (`(?P=head)`, `(?(head)...)`) could tell them apart, and is
-    refused.
+    head: quadratic in the clause, 16x the time on LoCoMo's turns (scripts/claims_cost.py). `.`
+    stops at a newline, so a text holding one is searched as before (clauses_of splits on
+    newlines). The head's closing `\b` is tested at the same position whichever start it came
+    from; a pattern that refers back to the head (`(?P=head)`, `(?(head)...)`) could tell them
+    apart, and is refused.
     """
 
     __slots__ = ("pattern",)
