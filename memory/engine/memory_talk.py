@@ -16,7 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.engine.text import clean_text, content_terms
+from memory.engine.long_term import normalise_fact
+from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, read
+from memory.engine.text import clean_text, content_terms, is_question
+from memory.engine.wording import to_person
 
 # Words that name no memory: how a fact is phrased ("User has a cat named Miso").
 _NO_TOPIC = frozenset({"user", "name", "call", "anymore", "actually", "really", "wrong", "right", "correct"})
@@ -33,10 +36,12 @@ class Intent(enum.StrEnum):
 @dataclass(frozen=True)
 class Request:
     """A request about memory: its intent and the words it points at (the new statement, for a
-    correction)."""
+    correction). `soft`: a correction said in passing ("No, my dog is called Rex, not Max"), which
+    is one only when it contradicts something remembered."""
 
     intent: Intent
     target: str = ""
+    soft: bool = False
 
 
 _ME = r"(?:me|myself)"
@@ -60,6 +65,11 @@ _WHY = re.compile(
     r"^\s*(?:so\s*,?\s*)?(?:why\s+(?:do|did|would)\s+you\s+(?:think|believe|say|assume|know)|"
     r"what\s+makes\s+you\s+(?:think|believe|say)|how\s+do\s+you\s+know|where\s+did\s+you\s+(?:get|hear|learn)"
     r"(?:\s+(?:that|the idea that))?|why\s+are\s+you\s+saying)\s+(?:that\s+)?(?P<target>.+?)\s*[?.!]*\s*$", re.I)
+# "No, my dog is called Rex, not Max", "Actually, it's the 16th", "Sorry, I meant Porto": a correction
+# when it contradicts a memory (the service decides), an ordinary message otherwise.
+_SOFT_CORRECT = re.compile(
+    r"^\s*(?:(?:no|nope|nah|actually|oops|sorry|wait)\b\s*[,.!:;–—-]*\s*)+(?:I\s+meant\s+|I\s+mean\s+)?"
+    r"(?P<target>.+?)\s*[.!]*\s*$|^\s*I\s+meant\s+(?P<target2>.+?)\s*[.!]*\s*$", re.I)
 _UNDO = re.compile(r"^\s*(?:please\s+)?(?:undo(?: that| it| the (?:last )?(?:change|correction))?|put it back)"
                    r"\s*[.!]*\s*$", re.I)
 
@@ -83,6 +93,10 @@ def detect(message: str) -> Request | None:
         if target.lower() == "that" or re.match(r"(?:it|this|everything|all|me)\b(?![' ]s\b)", target, re.I):
             return None  # "forget it" is a way of speaking; erasing everything is the page's, confirmed
         return Request(Intent.FORGET, target)
+    if not is_question(text) and (match := _SOFT_CORRECT.match(text)):
+        target = (match.group("target") or match.group("target2") or "").strip()
+        if target and len(target.split()) <= 30:
+            return Request(Intent.CORRECT, target, soft=True)
     return None
 
 
@@ -215,12 +229,17 @@ _NEGATIVE_CLAUSE = re.compile(r"\bnot\b|n't\b|\bnever\b|\bno longer\b", re.I)
 
 def correction_parts(statement: str) -> tuple[str, str]:
     """A correction's new statement and the words that name the old value: "I don't live in Lyon,
-    I live in Porto" -> ("I live in Porto", "Lyon"); "I live in Porto" -> ("I live in Porto", "")."""
+    I live in Porto" -> ("I live in Porto", "lyon"); "my dog is called Rex, not Max" -> ("my dog is
+    called Rex", "max"); "I live in Porto" -> ("I live in Porto", "")."""
     clauses = [c.strip(" ,;.!") for c in re.split(r"[,;]|\s+but\s+|\s+—\s+|\s+-\s+", statement) if c.strip(" ,;.!")]
     positive = [c for c in clauses if not _NEGATIVE_CLAUSE.search(c)]
     negative = [c for c in clauses if _NEGATIVE_CLAUSE.search(c)]
-    new = positive[-1] if positive else statement.strip(" .!")
-    old = " ".join(term.stem for c in negative for term in content_terms(c) if term.proper)
+    new = ", ".join(positive) if positive else statement.strip(" .!")
+    denied = [r.ended for c in negative for r in read(c) if r.ended] + [
+        " ".join(t.stem for t in content_terms(c) if t.proper or t.stem[:1].isdigit()) for c in negative]
+    denied += [re.sub(r"^not\s+(?:the\s+)?", "", c, flags=re.I).lower() for c in negative
+               if re.match(r"^not\s+\S+(?:\s+\S+)?$", c, re.I)]
+    old = next((d for d in denied if d), "")
     return new, old
 
 
@@ -232,63 +251,59 @@ def slot_words(statement: str) -> frozenset[str]:
     return slot or frozenset(t.stem for t in terms)
 
 
+def _same_thing(new: Reading, old: Reading) -> bool:
+    """Two readings about the same thing of the same person: a kind one value fills, or keys that
+    share a word."""
+    if new.subject != old.subject:
+        return False
+    if new.slot == old.slot and new.slot in EXCLUSIVE_SLOTS:
+        return True
+    keys = set(new.key.replace("|", " ").split()) & set(old.key.replace("|", " ").split())
+    return bool(keys) and (new.slot == old.slot or {new.slot, old.slot} <= {"plan", "activity", "other"})
+
+
 def contradicts(statement: str, text: str, old_value: str = "") -> bool:
-    """Whether a stored memory says something else about what the correction is about: it has the
-    statement's slot words and lacks its value (or names the old value the person denied)."""
-    slot = slot_words(statement)
+    """Whether a stored memory says something else about what the correction is about: read by the
+    language pipeline, the same thing with another value (or the old value the person denied);
+    else, by words, it has the statement's slot words and lacks its value."""
     have = topic_words(text)
+    if old_value and set(old_value.split()) & (have | {w.lower() for w in text.split()}):
+        return True
+    news, olds = read(statement), read(text)
+    if news and olds:
+        return any(_same_thing(n, o) and normalise_fact(n.text) != normalise_fact(o.text) and (
+            n.value != o.value or n.negated != o.negated or not topic_words(n.text) <= topic_words(o.text))
+            for n in news for o in olds)
+    slot = slot_words(statement)
     if not slot or not slot <= have:
         return False
-    if old_value and set(old_value.split()) & have:
-        return True
     return not topic_words(statement) <= have
 
 
-_FIRST_PERSON = (
-    (re.compile(r"^I am\b|^I'm\b", re.I), "User is"),
-    (re.compile(r"^I have\b|^I've got\b|^I've\b", re.I), "User has"),
-    (re.compile(r"^I was\b", re.I), "User was"),
-    (re.compile(r"^my\b", re.I), "User's"),
-)
-
-
 def third_person(statement: str) -> str:
-    """A statement as facts are stored: "I live in Porto" -> "User lives in Porto"."""
+    """A statement as facts are stored: "I live in Porto" -> "User lives in Porto" (as the reader
+    writes it; the words as said when it finds no fact in them)."""
+    found = read(statement)
+    if found:
+        return found[0].text
     text = statement.strip().rstrip(".!")
-    for pattern, replacement in _FIRST_PERSON:
-        if pattern.match(text):
-            return pattern.sub(replacement, text, count=1)
-    match = re.match(r"^I\s+(\w+)(.*)$", text)
-    if match:
-        verb, rest = match.groups()
-        if verb.endswith(("s", "sh", "ch", "x", "o")):
-            verb += "es"
-        elif verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
-            verb = verb[:-1] + "ies"
-        else:
-            verb += "s"
-        return f"User {verb}{rest}"
-    return text
+    return re.sub(r"^(?:I'm|I am)\b", "User is", re.sub(r"^my\b", "User's", text, flags=re.I), flags=re.I)
+
+
+def with_value(fact: str, value: str) -> str:
+    """A fact with its value said again ("User lives in Lisbon", "Porto" → "User lives in Porto");
+    "" when the fact has no value its words show."""
+    found = read(fact)
+    old = next((r.value for r in found if r.value and r.value not in ("yes", "no", "+", "-", "alive")), "")
+    at = fact.lower().rfind(old) if old else -1
+    if at < 0:
+        return ""
+    return fact[:at] + value.strip(" .!") + fact[at + len(old):]
 
 
 def first_person(fact: str) -> str:
-    """A stored fact as the person would say it back: "User lives in Porto" -> "you live in Porto"."""
-    text = fact.strip()
-    for prefix, replacement in (("User is ", "you are "), ("User has ", "you have "), ("User was ", "you were "),
-                                ("User's ", "your ")):
-        if text.startswith(prefix):
-            return replacement + text[len(prefix):]
-    match = re.match(r"^User\s+(\w+)(.*)$", text)
-    if match:
-        verb, rest = match.groups()
-        if verb.endswith("ies") and len(verb) > 4:
-            verb = verb[:-3] + "y"
-        elif verb.endswith(("shes", "ches", "xes", "oes", "sses")):
-            verb = verb[:-2]
-        elif verb.endswith("s") and not verb.endswith("ss"):
-            verb = verb[:-1]
-        return f"you {verb}{rest}"
-    return text
+    """A stored fact as the person would read it: "User lives in Porto" -> "you live in Porto"."""
+    return to_person(fact, capital=False)
 
 
 def day(moment: datetime | None) -> str:

@@ -1,11 +1,12 @@
 """The offline engine: what the system does with language when no LLM is configured.
 
 Keywords by frequency over stemmed content words, extractive summaries by closeness to the
-centroid of the texts, persona facts and agent traits by first-person patterns, and replies
-grounded only in the recalled items (DESIGN.md, "The offline engine"). Pure, deterministic and
-fast: every imported turn goes through these functions, so nothing here may load a model.
+centroid of the texts, agent traits by the assistant's patterns, and replies grounded only in the
+recalled items (DESIGN.md, "The offline engine"). Pure, deterministic and fast: every imported
+turn goes through these functions, so nothing here may load a model. (The person's facts are read
+by the language pipeline, memory/engine/reading.py.)
 
-Tokens and stems live in `text`, persona patterns in `long_term_patterns`, replies in `replies`;
+Tokens and stems live in `text`, the assistant's patterns in `agent_traits`, replies in `replies`;
 their public names are re-exported here.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from .long_term_patterns import extract_agent_traits, extract_user_facts
+from .agent_traits import extract_agent_traits
 from .replies import compose_reply
 from .text import Term, content_terms, normalise_words, sentence_terms, split_sentences, stem
 
@@ -24,7 +25,6 @@ __all__ = [
     "content_terms",
     "extract_agent_traits",
     "extract_keywords",
-    "extract_user_facts",
     "normalise_words",
     "split_sentences",
     "stem",

@@ -1,5 +1,5 @@
 """The offline engine's replies: questions answered from the best-matching recalled evidence,
-statements acknowledged as remembered.
+statements acknowledged with what the turn stores of them, and nothing else.
 
 A question is answered with the sentence, among the recalled items, that matches it best by
 meaning (the retrieval's cosine) and by the words it shares, said with when it was said and what
@@ -21,6 +21,7 @@ from .supersession import asks_about_the_past, says_superseded, successor_in
 from .text import WORD, clean_text, content_terms, is_question, sentence_inside, split_sentences, stem
 from .types import RecalledItem
 from .when import day_text, relative_dates
+from .wording import to_person
 
 # Evidence: things said (utterances, pages) and what was noted from them (facts, agent traits).
 # The profile answers only questions about the person themself; the persona (agent_profile) only
@@ -76,11 +77,6 @@ _RECALL_ALL = re.compile(r"\b(?:remember|recall|know)\b.*\b(?:me|my|I)\b|\bwhat 
 _GREETINGS = frozenset("hi hello hey hiya yo howdy greetings morning afternoon evening".split())
 _THANKS = frozenset("thanks thank thx ty cheers".split())
 _BYES = frozenset("bye goodbye cya farewell goodnight".split())
-_REFLECT = {"i": "you", "i'm": "you're", "im": "you're", "i've": "you've", "i'd": "you'd", "i'll": "you'll",
-            "me": "you", "my": "your", "mine": "yours", "myself": "yourself"}
-# The verb goes with "I" only: "I was born in Porto", but "my sister was born in Porto".
-_I_VERB = re.compile(r"\bI (am|was)\b")
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've)\b", re.IGNORECASE)
 _TO_YOU = {"is": "you are", "was": "you were", "has": "you have", "does": "you do", "doesn't": "you don't",
            "isn't": "you aren't", "wasn't": "you weren't", "hasn't": "you haven't"}
 _TO_ME = {"is": "I am", "was": "I was", "has": "I have", "does": "I do", "doesn't": "I don't"}
@@ -276,6 +272,8 @@ def words_cut(text: str, limit: int) -> str:
 def second_person(noted: str) -> str:
     """A noted fact ("User has a cat", "Assistant suggested the user try yoga") said to the user."""
     text = noted.strip()
+    if not text.startswith("Assistant"):
+        return to_person(text, capital=False)
     for pattern, replacement in _NOTED_SUBJECT:
         if isinstance(replacement, dict):
             text = pattern.sub(lambda m, table=replacement: table[m.group(1)], text)
@@ -304,20 +302,8 @@ def cite(evidence: Evidence, now: datetime | None) -> str:
     return f"{when} {who}: “{snippet}”{note}"
 
 
-def reflect(sentence: str) -> str:
-    """The user's first-person sentence said back to them ("my sister" → "your sister")."""
-    def swap(match: re.Match[str]) -> str:
-        word = match.group(0)
-        return _REFLECT.get(word.lower(), word)
-
-    text = _I_VERB.sub(lambda m: "you are" if m.group(1) == "am" else "you were", clean_text(sentence).strip())
-    text = re.sub(r"[A-Za-z']+", swap, text)
-    return text.rstrip(".!… ")
-
-
 def _dont_know(user_name: str | None) -> str:
-    return (f"I don't recall anything about that yet{_addressed(user_name)}. "
-            "Tell me about it and I'll remember what you say.")
+    return f"I don't recall anything about that yet{_addressed(user_name)}. Tell me about it if you like."
 
 
 # --- the reply --------------------------------------------------------------------------------
@@ -357,19 +343,23 @@ _LEAD_IN = re.compile(r"^\s*(?:(?:big |good |some |great |exciting |sad )?news|u
                       r"oh|hey|btw|fyi|by the way|fun fact|quick update)\s*[:,!.-]+\s*", re.IGNORECASE)
 
 
+def _listed(parts: Sequence[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
 def acknowledge(message: str, evidence: Sequence[Evidence], *, user_name: str | None,
-                now: datetime | None) -> str:
-    """A statement is remembered: said back in the second person, linked to a related memory."""
+                now: datetime | None, noted: Sequence[str] = ()) -> str:
+    """A statement answered: what it told that will be remembered (`noted`, the facts the turn
+    stores, and only those), said back in the second person, and a related memory."""
     statements = [s for s in split_sentences(message) if not is_question(s) and content_terms(s)]
     if not statements:
         return f"Okay{_addressed(user_name)}. Tell me more whenever you like."
-    first = _LEAD_IN.sub("", statements[0]) or statements[0]
-    if not _SECOND_PERSON.search(first):
-        said = f"I'll remember that {sentence_inside(reflect(first))}"
+    if noted:
+        said = words_cut(_listed([sentence_inside(to_person(t, capital=False)) for t in noted[:3]]), _SNIPPET_WORDS)
+        reply = f"Got it{_addressed(user_name)}. I'll remember that {said}{'' if said.endswith('…') else '.'}"
     else:
-        said = f"I'll remember what you said: “{first.rstrip()}”"
-    said = words_cut(said, _SNIPPET_WORDS)
-    reply = f"Got it{_addressed(user_name)}. {said}{'' if said.endswith(('”', '…')) else '.'}"
+        reply = f"Okay{_addressed(user_name)}, thanks for telling me."
+    first = _LEAD_IN.sub("", statements[0]) or statements[0]
     related = next((e for e in evidence if e.matched and e.semantic >= _SEMANTIC_FLOOR
                     and " ".join(e.sentence.lower().split()) != " ".join(first.lower().split())), None)
     if related is not None:
@@ -392,7 +382,7 @@ def about_you(items: Sequence[RecalledItem], *, sona_name: str | None) -> str | 
 def compose_reply(message: str, items: Sequence[RecalledItem], *, user_name: str | None = None,
                   sona_name: str | None = None, now: datetime | None = None,
                   user_aliases: Collection[str] = (), facts: Sequence[KnownFact] = (),
-                  persona: str = "") -> str:
+                  persona: str = "", noted: Sequence[str] = ()) -> str:
     """The offline answer to a message, from what is known and what was recalled for it.
 
     `user_aliases` are the names the user's own words are stored under ("Sam: …"), so that they
@@ -402,7 +392,7 @@ def compose_reply(message: str, items: Sequence[RecalledItem], *, user_name: str
     At most three memories and about 120 words.
     """
     reply = _compose(message, items, user_name=user_name, sona_name=sona_name, now=now, user_aliases=user_aliases,
-                     facts=facts)
+                     facts=facts, noted=noted)
     return shorten(reply) if wants_short(persona) else reply
 
 
@@ -423,7 +413,8 @@ def shorten(reply: str) -> str:
 
 
 def _compose(message: str, items: Sequence[RecalledItem], *, user_name: str | None, sona_name: str | None,
-             now: datetime | None, user_aliases: Collection[str], facts: Sequence[KnownFact]) -> str:
+             now: datetime | None, user_aliases: Collection[str], facts: Sequence[KnownFact],
+             noted: Sequence[str] = ()) -> str:
     names = {w.lower() for name in (user_name, sona_name, *user_aliases) if name for w in name.split()}
     user_names = frozenset(a.lower() for a in (*user_aliases, user_name or "") if a)
     query_terms = frozenset(t.stem for t in content_terms(message)) - names - {stem(n) for n in names}
@@ -441,7 +432,7 @@ def _compose(message: str, items: Sequence[RecalledItem], *, user_name: str | No
     evidence = gather_evidence(message, items, query_terms=query_terms, user_names=user_names, sona_name=sona_name)
     evidence = current_first(message, evidence, items)
     if not asks(message):
-        return acknowledge(message, evidence, user_name=user_name, now=now)
+        return acknowledge(message, evidence, user_name=user_name, now=now, noted=noted)
     if not query_terms and _RECALL_ALL.search(message):
         evidence = _everything(items, user_names=user_names, sona_name=sona_name)
     return answer(evidence, user_name=user_name, now=now)

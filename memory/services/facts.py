@@ -3,11 +3,13 @@ long-term knowledge at once, and a change it states supersedes the older fact be
 
 Maintenance (memory/services/maintenance.py) calls `facts_from_turns` first, in the low-priority
 lane after the reply, for the pages it has not linked into the meta chain yet. Each fact is read by
-the offline extractor (memory/engine/facts.py) or, with a language model configured, by the model
-(tolerantly parsed; the offline extractor when it fails). A fact already known gains the page as a
-second source instead of being stored twice. Each new fact is a `fact_added` lifecycle event whose
-payload names the page, the speaker and how it was read; supersession then runs on the new facts
-(confident changes at once, uncertain ones to the review queue). Heat-driven promotion
+the offline reader on a language pipeline (memory/engine/reading.py) or, with a language model
+configured, by the model (tolerantly parsed; the offline reader when it fails). A fact already
+known, in these words or others of the same meaning, gains the page as a second source instead of
+being stored twice. The reply names only what will be stored (`facts_to_note`). Each new fact is a
+`fact_added` lifecycle event whose payload names the page, the speaker and how it was read;
+supersession then runs on the new facts (confident changes at once, uncertain ones to the review
+queue). Heat-driven promotion
 (memory/services/long_term.py) still feeds the profile, traits and knowledge as before.
 
 What a turn changed is returned (and found later by the events' "page_id"), so the chat can show
@@ -27,9 +29,16 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 
 from memory.adapters import configured
-from memory.engine.facts import TURN_FACTS_PROMPT, facts_of, validate_turn_facts
+from memory.engine.facts import (
+    TURN_FACTS_PROMPT,
+    facts_of,
+    facts_of_all,
+    said_by_person,
+    same_meaning,
+    statement_in,
+    validate_turn_facts,
+)
 from memory.engine.long_term import normalise_fact
-from memory.engine.memory_talk import detect as talk_request
 from memory.engine.model_output import pages_text
 from memory.engine.ports import ChatMessage, ModelError, VectorPoint
 from memory.engine.text import split_sentences
@@ -69,9 +78,19 @@ def _facts_indexed() -> bool:
 
 
 def _facts_by_model() -> bool:
-    """MEMORYOS["TURN_FACTS_MODEL"] (default off): with an LLM configured, the model reads each turn's
-    facts (a second call per turn); off, the offline extractor does, with or without a model."""
-    return bool(settings.MEMORYOS.get("TURN_FACTS_MODEL", False))
+    """MEMORYOS["TURN_FACTS_MODEL"] (default on): with an LLM configured, the model reads each turn's
+    facts (a second call per turn, the offline reader when it fails); off, the offline reader does,
+    with or without a model."""
+    return bool(settings.MEMORYOS.get("TURN_FACTS_MODEL", True))
+
+
+def facts_read_by_model() -> bool:
+    """Whether a turn's facts are the model's to read (a model is configured and reads them)."""
+    return _facts_by_model() and configured.chat_model() is not None
+
+
+def _told(page: DialoguePage) -> str:
+    return said_by_person(page.query, page.utterances or ())
 
 
 def _speaker(page: DialoguePage) -> str:
@@ -102,7 +121,16 @@ def facts_read(*, user_id: int, text: str) -> tuple[list[str], str]:
     found = _model_facts(user_id, text)
     if found is not None:
         return found, "model"
-    return [fact.text for fact in facts_of(text)], "offline"
+    return list(dict.fromkeys(fact.text for fact in facts_of(text))), "offline"
+
+
+def facts_to_note(*, user_id: int, message: str, known: Sequence[str]) -> list[str]:
+    """The facts the offline reader will store for this message (those `known` does not say
+    already): what a reply may say it remembers. Empty when a model reads the facts."""
+    statement = statement_in(message)
+    if not statement or facts_read_by_model():
+        return []
+    return list(dict.fromkeys(f.text for f in facts_of(statement) if not any(same_meaning(f.text, k) for k in known)))
 
 
 FactListener = Callable[..., None]  # (*, user_id: int, page_id: str, changes: list[FactChange]) -> None
@@ -139,7 +167,9 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
                  .order_by("seq"))
     # Read first (the model outside any transaction), then embed what is new in one call: a bulk
     # import's batch of pages costs one embedding call, not one a page.
-    read = {page.pk: facts_read(user_id=user_id, text=page.query) if _states(page.query) else ([], "offline")
+    statements = {page.pk: statement_in(_told(page)) for page in pages}
+    facts_of_all(s for s in statements.values() if s)  # parsed in one batch
+    read = {page.pk: facts_read(user_id=user_id, text=statements[page.pk]) if statements[page.pk] else ([], "offline")
             for page in pages}
     vectors = _vectors_of_new(user_id, [text for texts, _ in read.values() for text in texts])
     changes: list[FactChange] = []
@@ -149,13 +179,6 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
             user_id=user_id, page_id=page_id, changes=found))
         changes += found
     return changes
-
-
-def _states(message: str) -> bool:
-    """Whether a message may state facts: a request to memory itself ("forget that I …", "that's
-    wrong, I …", "why do you think I …") is carried out by memory/services/memory_talk.py, and its
-    words are no new statement."""
-    return bool(message.strip()) and talk_request(message) is None
 
 
 def _vectors_of_new(user_id: int, texts: Sequence[str]) -> dict[str, list[float]]:
@@ -176,9 +199,10 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
                     vectors: dict[str, list[float]] | None = None) -> list[FactChange]:
     """One turn's facts: stored (or their source added), then supersession on the new ones. `read`
     and `vectors`: the facts_read and embeddings the caller has already (facts_from_turns)."""
-    if not _states(page.query):
+    statement = statement_in(_told(page))
+    if not statement:
         return []
-    texts, via = read if read is not None else facts_read(user_id=user_id, text=page.query)
+    texts, via = read if read is not None else facts_read(user_id=user_id, text=statement)
     if not texts:
         return []
     by_text = vectors if vectors is not None else _vectors_of_new(user_id, texts)
@@ -210,6 +234,9 @@ def _fact_put(user_id: int, *, text: str, page: DialoguePage, via: str, at: date
     if not normalised:
         return None
     existing = KnowledgeFact.objects.select_for_update().filter(user_id=user_id, normalised=normalised).first()
+    if existing is None:  # one fact per meaning: "I'm a pharmacist" after "I work as a pharmacist"
+        existing = next((f for f in KnowledgeFact.objects.filter(user_id=user_id, valid_until__isnull=True)
+                         .only("id", "text", "source_page_ids", "source_ids") if same_meaning(f.text, text)), None)
     if existing is not None:
         sources = [str(p) for p in existing.source_page_ids or ()]
         if str(page.id) not in sources:
@@ -257,10 +284,11 @@ def _supersede_at_once(user_id: int, stored: Sequence[KnowledgeFact], changes: l
 def _statement(row: KnowledgeFact) -> str:
     """The sentences of its turn a fact was read from ("I became a librarian last year": the change
     word the fact's own text lacks); "" when the offline reader does not find it there (a model's)."""
-    page = DialoguePage.objects.filter(pk=row.source_page_ids[0]).only("query").first() if row.source_page_ids else None
+    page = (DialoguePage.objects.filter(pk=row.source_page_ids[0]).only("query", "utterances").first()
+            if row.source_page_ids else None)
     if page is None:
         return ""
-    chosen = [s for s in split_sentences(page.query)
+    chosen = [s for s in split_sentences(_told(page))
               if any(normalise_fact(f.text) == row.normalised for f in facts_of(s))]
     return " ".join(chosen)
 
@@ -273,7 +301,7 @@ def facts_reread_page(*, user, page_id: str, now: datetime | None = None) -> lis
     page = DialoguePage.objects.filter(user=user, pk=page_id).first()
     if page is None or not facts_at_turn():
         return []
-    stated = {normalise_fact(f.text)[:500] for f in facts_of(page.query)}
+    stated = {normalise_fact(f.text)[:500] for f in facts_of(statement_in(_told(page)))}
     for fact in KnowledgeFact.objects.filter(user=user).only("id", "normalised", "source_page_ids"):
         sources = [str(p) for p in fact.source_page_ids or ()]
         if str(page.pk) not in sources or fact.normalised in stated:

@@ -15,6 +15,7 @@ from memory.adapters import configured
 from memory.config import memory_params
 from memory.engine import offline
 from memory.engine.content_ids import trait_evidence_object_id
+from memory.engine.facts import facts_of_all, said_by_person, same_meaning, statement_in
 from memory.engine.long_term import fifo_overflow, normalise_fact
 from memory.engine.mid_term import segment_after_promotion
 from memory.engine.ports import VectorPoint
@@ -42,10 +43,12 @@ class Extraction:
 
 
 def extract_from_pages(pages: Sequence[DialoguePage]) -> Extraction:
-    """Offline extraction: patterns for facts and agent traits, lexicons for trait evidence."""
+    """Offline extraction: the language pipeline for facts (as at their turn, so a fact promoted
+    is the fact told), patterns for agent traits, lexicons for trait evidence."""
     result = Extraction()
-    for page in pages:
-        result.facts += [(fact, page) for fact in offline.extract_user_facts(page.query)]
+    read = facts_of_all(statement_in(said_by_person(page.query, page.utterances or ())) for page in pages)
+    for page, facts in zip(pages, read, strict=True):
+        result.facts += [(fact.text, page) for fact in facts]
         result.agent_traits += [(trait, page) for trait in offline.extract_agent_traits(page.response)]
         result.trait_hits += [(ev.key, ev.weight, ev.matched, page) for ev in trait_evidence(page.query)]
     return result
@@ -142,6 +145,9 @@ def _lpm_row_put(model, *, user_id: int, text: str, page: DialoguePage, segment:
     normalised = normalise_fact(text)[:500]
     if not normalised or model.objects.filter(user_id=user_id, normalised=normalised).exists():
         return None
+    if model is KnowledgeFact and any(same_meaning(f, text) for f in KnowledgeFact.objects.filter(
+            user_id=user_id, valid_until__isnull=True).values_list("text", flat=True)):
+        return None  # told at its turn in other words ("User is a nurse", "User works as a nurse")
     extra = {"sona_id": page.sona_id} if model is AgentTrait else {}
     return model.objects.create(
         user_id=user_id, text=text, normalised=normalised, segment=segment, source_page_ids=[str(page.id)],

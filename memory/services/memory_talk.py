@@ -55,6 +55,8 @@ def memory_talk_answer(*, user, page: DialoguePage) -> TalkReply | None:
     if request is None:
         pending = _pending_question(user, page) if len(page.query) <= ANSWER_MAX_CHARS else None
         return _answer_question(user, page, pending) if pending is not None else None
+    if request.soft:
+        return _correct(user, page, request.target, soft=True)
     handler = {talk.Intent.WHAT: _what, talk.Intent.FORGET: _forget, talk.Intent.CORRECT: _correct,
                talk.Intent.WHY: _why, talk.Intent.UNDO: _undo}[request.intent]
     return handler(user, page, request.target)
@@ -173,34 +175,54 @@ def _redact(page: DialoguePage, text: str = f"Forget that {REDACTED}") -> None:
 
 # ------------------------------------------------------------------ that's wrong, I …
 
-def _correct(user, page: DialoguePage, target: str) -> TalkReply:
+def _correct(user, page: DialoguePage, target: str, *, soft: bool = False) -> TalkReply | None:
+    """A correction: the memories that say otherwise set right. Said in passing (`soft`: "No, my dog
+    is called Rex, not Max"), it is one only when something remembered says otherwise; "sorry, I
+    meant Porto" corrects the value the person's previous turn told."""
     if not target:
         return TalkReply("What should it be? Tell me, for example: \"that's wrong, I live in Porto\".",
                          talk.Intent.CORRECT)
     new, old_value = talk.correction_parts(target)
-    statements, _, _ = _statements(user, page, talk.slot_words(new) | frozenset(old_value.split()))
+    statements, _, _ = _statements(user, page, talk.topic_words(new) | frozenset(old_value.split()))
     current = {f.id for f in facts_known(user=user)[0]}
     found = [c for c in statements if (c.kind != "fact" or c.ident in current)
              and talk.contradicts(new, c.text, old_value)]
     groups = talk.cluster(found, talk.slot_words(new))
     if not groups:
-        return TalkReply(f"Noted: {talk.first_person(talk.third_person(new))}. Nothing I had said otherwise.",
-                         talk.Intent.CORRECT)
+        meant = _meant(user, page, new) if not talk.read(new) else None
+        if meant is not None or soft:
+            return meant
+        return None  # nothing said otherwise: the statement is read as any other (memory/services/facts.py)
     if len(groups) > 1:
         return _ask(user, page, talk.Intent.CORRECT, new, groups)
     return _correct_groups(user, new, groups)
 
 
-def _correct_groups(user, new: str, groups: list[talk.Group]) -> TalkReply:
+def _meant(user, page: DialoguePage, said: str) -> TalkReply | None:
+    """ "Sorry, I meant Porto": the newest fact the previous turn told, with its value said again."""
+    if len(said.split()) > 4:
+        return None
+    previous = DialoguePage.objects.filter(user=user, seq=page.seq - 1).values_list("id", flat=True).first()
+    facts = [f for f in facts_known(user=user)[0] if previous is not None
+             and any(s.page_id == str(previous) for s in f.sources)]
+    for fact in facts:
+        text = talk.with_value(fact.text, said)
+        if text:
+            return _correct_groups(user, "", [talk.Group((talk.Candidate("fact", fact.id, fact.text),))], text=text)
+    return None
+
+
+def _correct_groups(user, new: str, groups: list[talk.Group], *, text: str = "") -> TalkReply:
     members = [c for g in groups for c in g.members]
-    fact_texts = {c.ident: talk.third_person(new) for c in members if c.kind == "fact"}
+    text = text or talk.third_person(new)
+    fact_texts = {c.ident: text for c in members if c.kind == "fact"}
     try:
         done: Corrected = memories_correct(user=user, fact_texts=fact_texts,
                                            repress_pages=[c.ident for c in members if c.kind == "page"], via="chat")
     except MemoryInputError as exc:
         return TalkReply(f"I could not correct it: {exc}", talk.Intent.CORRECT)
     parts = [_count(done.facts, "fact"), _count(done.pages, "turn that said otherwise")]
-    return TalkReply(f"Corrected: from now on I know that {talk.first_person(talk.third_person(new))} "
+    return TalkReply(f"Corrected: from now on I know that {talk.first_person(text)} "
                      f"({', '.join(p for p in parts if p)} set right). Say \"undo\" to put it back as it was.",
                      talk.Intent.CORRECT, action="correct")
 

@@ -33,6 +33,7 @@ from memory.recall.pipeline import embed_in_background
 from memory.selectors.long_term import facts_with_periods
 from memory.services.common import embed_or_none
 from memory.services.events import event_record
+from memory.services.facts import facts_to_note
 from memory.services.files import attachment_note, attachment_prompt_text, files_for_turn
 from memory.services.follow_up import after_reply_due, maintenance_due, reply_begins
 from memory.services.memory_talk import memory_talk_answer
@@ -82,14 +83,15 @@ class TurnResult:
 
 
 def _offline_reply(query: str, recall: Recall, *, user, sona: Sona | None,
-                   files: Sequence[AttachedFile] = (), facts: Sequence[KnownFact] = ()) -> str:
+                   files: Sequence[AttachedFile] = (), facts: Sequence[KnownFact] = (),
+                   noted: Sequence[str] = ()) -> str:
     profile = getattr(user, "long_term_profile", None)
     name = profile.name if profile and profile.name else None
     # The user's utterances are indexed under their profile name, else their username
     # (memory/services/utterances.py): those are the words the reply cites as "you told me".
     reply = offline.compose_reply(query, recall.items, user_name=name, sona_name=sona.name if sona else None,
                                   now=timezone.now(), user_aliases=(name or "", user.get_username()),
-                                  facts=facts, persona=sona.profile if sona else "")
+                                  facts=facts, persona=sona.profile if sona else "", noted=noted)
     note = attachment_note(files)
     return f"{note}\n\n{reply}" if note else reply
 
@@ -124,7 +126,7 @@ def reply_model_name() -> str:
 def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: Sona | None,
                    on_token: Callable[[str], None] | None,
                    files: Sequence[AttachedFile] = (), offline_reason: str = "",
-                   facts: Sequence[KnownFact] = ()) -> GeneratedReply:
+                   facts: Sequence[KnownFact] = (), noted: Sequence[str] = ()) -> GeneratedReply:
     """The reply, streamed through `on_token`, at most REPLY_MAX_TOKENS tokens, REPLY_MAX_CHARS
     characters and REPLY_MAX_SECONDS long (memory/adapters/llm.py reply_bounded). A failing LLM, or
     one cut for time, falls back to the offline engine; one whose circuit breaker is open
@@ -132,7 +134,7 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
     model = None if offline_reason else configured.chat_model()
     emit = on_token or (lambda _token: None)
     if model is None and not offline_reason:
-        reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts)
+        reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts, noted=noted)
         for token in _stream_words(reply):
             emit(token)
         return GeneratedReply(reply, OFFLINE_MODEL_NAME)
@@ -155,7 +157,7 @@ def generate_reply(*, query: str, recall: Recall, prompt: Prompt, user, sona: So
         breaker_open = isinstance(exc, ModelCircuitOpen)
     log.warning("event=reply_fallback user=%s breaker_open=%s reason=%r", user.pk, breaker_open, reason)
     notice = "\n\n(The language model is unavailable; this reply comes from the offline memory engine.)"
-    reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts) + notice
+    reply = _offline_reply(query, recall, user=user, sona=sona, files=files, facts=facts, noted=noted) + notice
     for token in _stream_words(reply):
         emit(token)
     return GeneratedReply(reply, OFFLINE_MODEL_NAME, reason, breaker_open)
@@ -191,6 +193,9 @@ class PreparedTurn:
     prompt: Prompt
     files: Sequence[AttachedFile]
     facts: Sequence[KnownFact] = ()  # what is known of the person (read by the turn worker)
+    # What the work after the reply will store of this message (memory/services/facts.py
+    # facts_to_note): the only facts a reply may say it remembers.
+    noted: Sequence[str] = ()
     # The message's vector (the recall's query vector): a page whose text is the message alone (an
     # offline reply's, memory/services/pages.py page_text) is stored with it, not embedded again.
     query_vector: list[float] | None = None
@@ -266,6 +271,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     # reply answers from it, and a model's prompt carries it, current facts first.
     known = _known_facts(user)
     in_prompt = known if configured.chat_model() is not None else []
+    noted = facts_to_note(user_id=user.pk, message=page.query,
+                          known=[f.text for f in known if f.valid_until is None]) if talk is None else []
 
     def prompt_for(items: list[RecalledItem]) -> Prompt:
         return assemble_prompt(query=page.query + attachment_prompt_text(attached),
@@ -280,7 +287,7 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     if embedding is not None and embedding.done() and embedding.exception() is None:
         query_vector = embedding.result()[0]
     return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached,
-                        query_vector=query_vector, facts=known,
+                        query_vector=query_vector, facts=known, noted=noted,
                         talk_reply=talk.text if talk is not None else None)
 
 
@@ -299,7 +306,7 @@ def turn_reply(*, turn: PreparedTurn, on_token: Callable[[str], None] | None = N
     else:
         generated = generate_reply(query=turn.page.query, recall=turn.recall, prompt=turn.prompt, user=turn.user,
                                    sona=turn.sona, on_token=on_token, files=turn.files,
-                                   offline_reason=offline_reason, facts=turn.facts)
+                                   offline_reason=offline_reason, facts=turn.facts, noted=turn.noted)
     page = turn.page
     text = page_text(page.query, generated.text, generated.model, page.attachment_text)
     if turn.query_vector is not None and text == page.query:

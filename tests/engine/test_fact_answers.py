@@ -50,16 +50,41 @@ def test_the_newest_value_of_a_one_value_slot_answers():
 ])
 def test_questions_are_read_into_slots(question, slots):
     asked = question_about(question)
-    assert asked is not None and asked.slots == slots
+    assert asked is not None and set(slots) <= set(asked.slots)
+
+
+KNOWN = [KnownFact("User works at Globex", JUNE), KnownFact("User has a cat named Miso", MARCH),
+         KnownFact("User's birthday is on 4 May", MARCH), KnownFact("User is flying to Kyoto on 3 April", JUNE),
+         KnownFact("User is coeliac", MARCH), KnownFact("User's boyfriend is Alex", JUNE),
+         KnownFact("User doesn't drink alcohol", MARCH), KnownFact("User plays the cello", MARCH)]
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Who do I work for?", "You work at Globex"), ("What's my cat called?", "You have a cat named Miso"),
+    ("When is my birthday?", "Your birthday is on 4 May"), ("When am I off to Kyoto?", "You're flying to Kyoto"),
+    ("Who am I dating?", "Your boyfriend is Alex"),
+    ("Do I drink?", "You don't drink alcohol"), ("Which instrument do I play?", "You play the cello"),
+])
+def test_the_fact_a_question_asks_for_answers_it_and_no_other(question, answer):
+    reply = answer_from_facts(question, KNOWN)
+    assert reply is not None and answer in reply
+    others = [word for word in ("Globex", "Miso", "4 May", "Kyoto", "coeliac", "Alex", "cello") if word not in answer]
+    assert not [word for word in others if word in reply]
+
+
+def test_a_question_about_food_is_answered_by_what_is_known_of_their_diet_and_health():
+    reply = answer_from_facts("Can I eat gluten?", KNOWN)
+    assert reply is not None and "You're coeliac" in reply
+    assert not [word for word in ("Globex", "Miso", "Kyoto", "Alex", "cello") if word in reply]
 
 
 def test_a_question_no_fact_answers_falls_back_to_the_turns():
     assert answer_from_facts("What did we talk about yesterday?", MOVED) is None
 
 
-def test_a_statements_lead_in_is_not_remembered():
-    reply = compose_reply("Big news: I moved from Lyon to Porto last week!", [])
-    assert "Big news" not in reply and "you moved from Lyon to Porto" in reply
+def test_a_statement_is_answered_with_what_it_stores_not_its_lead_in():
+    reply = compose_reply("Big news: I moved from Lyon to Porto last week!", [], noted=["User lives in Porto"])
+    assert reply == "Got it. I'll remember that you live in Porto."
 
 
 def test_a_month_is_not_a_speaker():

@@ -14,15 +14,15 @@ def texts(statement: str) -> list[str]:
 
 
 @pytest.mark.parametrize(("statement", "expected"), [
-    ("I live in Lyon with my cat Miso.", ["User lives in Lyon", "User has a cat named Miso"]),
+    ("I live in Lyon with my cat Miso.", ["User has a cat named Miso", "User lives in Lyon"]),
     ("Big news: I moved from Lyon to Porto last week!", ["User lives in Porto"]),
     ("I just started a new job at Globex!", ["User works at Globex"]),
     ("I'm a nurse.", ["User works as a nurse"]),
     ("I'm vegetarian now.", ["User is vegetarian"]),
-    ("I love hiking and I hate coffee.", ["User likes hiking", "User dislikes coffee"]),
+    ("I love hiking and I hate coffee.", ["User loves hiking", "User hates coffee"]),
     ("My favourite food is sushi.", ["User's favourite food is sushi"]),
     ("My brother's daughter Lia starts school in May.", ["Lia is User's brother's daughter"]),
-    ("I'm flying to Kyoto on April 3rd.", ["User's plan: flying to Kyoto on April 3rd"]),
+    ("I'm flying to Kyoto on April 3rd.", ["User is flying to Kyoto on April 3rd"]),
     ("I'm allergic to peanuts.", ["User is allergic to peanuts"]),
     ("I quit my job at Acme.", ["User left their job at Acme"]),
     ("My sister moved to Oslo.", ["User's sister lives in Oslo"]),
@@ -47,16 +47,17 @@ def test_a_visit_is_a_trip_not_a_residence():
 
 def test_another_persons_fact_keeps_its_owner():
     [fact] = facts_of("My sister moved to Oslo.")
-    assert (fact.subject, fact.slot, fact.value) == ("sister", "residence", "Oslo")
+    assert (fact.subject, fact.slot, fact.value) == ("sister", "residence", "oslo")
     [mine] = facts_of("I moved to Oslo.")
     assert mine.subject == SELF
 
 
 @pytest.mark.parametrize(("stored", "slot", "value"), [
-    ("User lives in Porto", "residence", "Porto"),
-    ("User's sister lives in Oslo", "residence", "Oslo"),
+    ("User lives in Porto", "residence", "porto"),
+    ("User's sister lives in Oslo", "residence", "oslo"),
     ("Lia is User's brother's daughter", "family", "brother's daughter"),
-    ("User's plan: flying to Kyoto on April 3rd", "plan", "flying to Kyoto on April 3rd"),
+    ("User is flying to Kyoto on April 3rd", "plan", "april 3rd"),
+    ("User's plan: flying to Kyoto on April 3rd", "plan", "april 3rd"),  # as plans were stored before
     ("User left their job at Acme", "employer", ""),
 ])
 def test_a_stored_fact_reads_back_as_its_slot(stored, slot, value):

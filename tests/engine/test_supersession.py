@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import random
-import re
-
 import pytest
 
-from memory.engine import supersession
 from memory.engine.supersession import (
     NO_VERDICT,
     Decision,
@@ -65,52 +61,6 @@ def test_a_claim_late_in_a_long_clause_is_read():
     [claim] = claims_of("After three long years of commuting through the traffic every single day we finally "
                         "moved to York")
     assert (claim.slot, claim.value, claim.change) == ("residence", "york", True)
-
-
-def _headed_patterns() -> list[supersession._Headed]:
-    found = []
-    for value in vars(supersession).values():
-        for item in value if isinstance(value, tuple) else (value,):
-            item = item[0] if isinstance(item, tuple) and item else item
-            if isinstance(item, supersession._Headed):
-                found.append(item)
-    return found
-
-
-def test_every_reader_pattern_matches_from_the_start_what_a_search_would_find():
-    # The readers match from a clause's start instead of searching it: the same match, because
-    # the lazy head can stretch back to the start. Checked on random clauses of the readers' words.
-    words = ("I I'm we my our she they moved to from Leeds York live in near with work at for Google joined "
-             "club quit left job as teacher became am is married single broke up Sam dog cat named died lost "
-             "put down vegan stopped eating meat love hate don't no longer anymore used to favourite colour "
-             "blue play tennis ex wife Max lol if maybe , . ! ; and but now really").split()
-    rng = random.Random(7)
-    clauses = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 24))) for _ in range(400)]
-    patterns = _headed_patterns()
-    assert len(patterns) >= 40
-    matched = 0
-    for headed in patterns:
-        for clause in clauses:
-            found, searched = headed.search(clause), headed.pattern.search(clause)
-            assert (found and (found.span(), found.groupdict())) == (searched and (searched.span(),
-                                                                                   searched.groupdict()))
-            matched += found is not None
-    assert matched > 400  # the clauses do hold claims
-
-
-def test_a_reader_pattern_still_finds_its_words_after_a_newline():
-    # `.` stops at a newline, so the head cannot stretch back over one: such text is searched.
-    headed = supersession._Headed(supersession._SUBJ + r"moved to (?P<value>\w+)", re.I)
-    assert headed.search("Some news\nI moved to York").group("value") == "York"
-
-
-@pytest.mark.parametrize("pattern", [
-    r"moved to (?P<value>\w+)",  # no head: a match could start anywhere
-    supersession._SUBJ + r"moved to (?P=head)",  # refers back to the head, whose text depends on the start
-])
-def test_a_pattern_that_a_match_from_the_start_could_misread_is_refused(pattern):
-    with pytest.raises(ValueError, match="not a headed pattern"):
-        supersession._Headed(pattern)
 
 
 # --- verdicts ---------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_the_replay_of_a_locomo_conversation_equals_the_database(make_user, memo
     # The run exercised what the replay must get right.
     kinds = {e.kind for e in event_log(user=user)}
     assert {"segment_evicted", "segment_promoted", "fact_dropped", "segments_visited", "segment_merged"} <= kinds
-    assert end["evicted"] and end["archived"] and len(end["facts"]) == 3 and end["stm"]
+    assert end["evicted"] and end["archived"] and len(end["facts"]) >= 3 and end["stm"]
 
 
 def test_imported_events_carry_the_conversations_time(make_user):

@@ -241,7 +241,7 @@ def test_the_migration_gives_existing_nodes_cids_and_keeps_their_old_ids(make_us
 ])
 def test_add_memory_refuses_bad_dependencies_and_writes_nothing(make_user, dependencies, message):
     user = make_user()
-    first = say(user, "I collect antique maps of Lisbon.")
+    first = say(user, "The old maps of Lisbon show the city before 1755.")  # no fact of the person
     first.refresh_from_db()
     filled = {name: [v.replace("{cid}", first.cid) if isinstance(v, str) else v for v in value]
               if isinstance(value, list) else value.replace("{cid}", first.cid) for name, value in dependencies.items()}

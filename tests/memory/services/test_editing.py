@@ -286,8 +286,9 @@ def test_forgetting_a_user_leaves_nothing_of_them_and_nothing_of_others_changes(
         say(user, text)
     say(other, "I live in a castle.")
     fact(user, "User lives on a houseboat", list(DialoguePage.objects.filter(user=user)))
+    facts = KnowledgeFact.objects.filter(user=user).count()
     counts = user_forget(user=user, actor=other, reason="erasure request")
-    assert counts["pages"] == 2 and counts["facts"] == 1
+    assert counts["pages"] == 2 and counts["facts"] == facts >= 1
     for model in (DialoguePage, Segment, KnowledgeFact, AgentTrait, UserTrait, MemoryNode, RetrievalTrace):
         assert not model.objects.filter(user=user).exists(), model
     assert list(LifecycleEvent.objects.filter(user=user).values_list("kind", flat=True)) == ["user_forgotten"]

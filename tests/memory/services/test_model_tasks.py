@@ -53,7 +53,8 @@ def test_garbage_from_the_model_keeps_the_offline_summary_and_says_so(make_user,
 
 
 def test_promotion_uses_the_models_extraction(make_user, llm, memory_env):
-    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "HEAT_THRESHOLD": 0.5}
+    # Promotion alone reads the facts here (not the turn): the model's replies are scripted in order.
+    memory_env.MEMORYOS = {**memory_env.MEMORYOS, "HEAT_THRESHOLD": 0.5, "FACTS_AT_TURN": False}
     llm.reply(
         json.dumps({"summary": "Sailing.", "keywords": ["sailing"]}),
         json.dumps({"facts": ["User owns a sailboat named Wren"],

@@ -216,7 +216,7 @@ def test_an_added_archive_without_its_state_record_still_leaves_room_for_the_nex
 
 def test_importing_ones_own_export_warns_of_nothing(make_user, tmp_path):
     alice = make_user("alice")
-    memory_add(user=alice, text="I collect antique maps of Lisbon.")
+    memory_add(user=alice, text="The old maps of Lisbon show the city before 1755.")  # no fact of the person
     path = tmp_path / "alice.car"
     path.write_bytes(exported(alice))
     DialoguePage.objects.filter(user=alice).delete()

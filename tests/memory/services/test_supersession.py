@@ -274,7 +274,7 @@ def test_maintenance_supersedes_what_promotion_learned_and_recall_marks_the_peri
     say_at(user, "The new garden is tiny.", JUNE.replace(day=5))
     say_at(user, "Closing line.", JUNE.replace(day=6))
 
-    old = KnowledgeFact.objects.get(user=user, text__icontains="Leeds with")
+    old = KnowledgeFact.objects.get(user=user, text__icontains="Leeds")
     new = KnowledgeFact.objects.get(user=user, text__icontains="York")
     row = Supersession.objects.get(user=user)
     assert (row.old_fact_id, row.new_fact_id, row.status) == (old.pk, new.pk, "superseded")

