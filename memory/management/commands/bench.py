@@ -1,4 +1,5 @@
-"""`manage.py bench {retrieval,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession,feel} [...]`:
+"""`manage.py bench {retrieval,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession,feel,
+understanding} [...]`:
 the benchmarks (tables or --json).
 
 Each subcommand lives in memory/benchmarks/<name>.py (a memory model's in its package, registered
@@ -33,6 +34,8 @@ BENCHMARKS = {
     "files": "files attached to turns: reading text, PDF and images, and a turn carrying one against a turn without",
     "supersession": "offline contradiction detection on hand-written scenarios: confusion table, precision, recall",
     "feel": "memory a person can feel: chat scripts (facts told, changed, kept, asked) through the offline engine",
+    "understanding": "facts captured from everyday statements, none from what states nothing, no false promise, "
+                     "changes and corrections answered",
 }
 
 
