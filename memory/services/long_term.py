@@ -118,16 +118,20 @@ def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
         for text, page in items:
             vector = next(vector_iter, None)
             row = _lpm_row_put(model, user_id=user_id, text=text, page=page, segment=segment)
+            adopted = row is None and model is KnowledgeFact and (row := _told_at_turn(user_id, text, segment))
             if row is None:
                 continue
             node_kind = MemoryNode.Kind.FACT if kind == "kb" else MemoryNode.Kind.AGENT_TRAIT
-            node = graph.row_node_put(user_id=user_id, kind=node_kind, row=row)
+            node = (graph.node_of(user_id=user_id, obj=row, kind=node_kind) if adopted
+                    else graph.row_node_put(user_id=user_id, kind=node_kind, row=row))
             graph.edge_put(user_id=user_id, source=node, target=seg_node, relation="extracted_from")
             page_node = graph.node_of(user_id=user_id, obj=page, kind=MemoryNode.Kind.PAGE)
             graph.edge_put(user_id=user_id, source=node, target=page_node, relation="stated_in")
-            event = (LifecycleEvent.Kind.FACT_ADDED if kind == "kb" else LifecycleEvent.Kind.AGENT_TRAIT_ADDED)
-            event_record(user_id=user_id, kind=event, subject_id=row.id, at=at, text=text,
-                         segment_id=str(segment.id), page_id=str(page.id))
+            if not adopted:
+                event = (LifecycleEvent.Kind.FACT_ADDED if kind == "kb" else LifecycleEvent.Kind.AGENT_TRAIT_ADDED)
+                event_record(user_id=user_id, kind=event, subject_id=row.id, at=at, text=text,
+                             segment_id=str(segment.id), page_id=str(page.id))
+            text = row.text
             if vector is not None:
                 points.append(VectorPoint(id=str(row.id), vector=vector, text=text,
                                           payload={"user_id": str(user_id), "kind": kind,
@@ -138,6 +142,19 @@ def _write_extraction(user_id: int, segment: Segment, extraction: Extraction,
     for key, weight, matched, page in extraction.trait_hits:
         _trait_update(user_id, key, weight, matched, page, seg_node, at, traits=traits)
     return points
+
+
+def _told_at_turn(user_id: int, text: str, segment: Segment) -> KnowledgeFact | None:
+    """A current fact read at its turn (no segment, no vector point: memory/services/facts.py) that
+    promotion learns again, in these words or others of the same meaning: promotion adopts it (its
+    segment, edges and vector point, as for a fact it learned first) instead of storing it twice."""
+    found = next((f for f in KnowledgeFact.objects.filter(user_id=user_id, valid_until__isnull=True,
+                                                          segment__isnull=True, repressed=False)
+                  if same_meaning(f.text, text)), None)
+    if found is not None:
+        found.segment = segment
+        found.save(update_fields=["segment"])
+    return found
 
 
 def _lpm_row_put(model, *, user_id: int, text: str, page: DialoguePage, segment: Segment):
