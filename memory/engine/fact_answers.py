@@ -99,6 +99,8 @@ def question_about(message: str) -> Asked | None:
             if owner is not None and owner.lower_ == "my":
                 relation = token.lower_
     slots = tuple(dict.fromkeys(slot for words_of, kinds in _ASKS_SLOTS if lemmas & words_of for slot in kinds))
+    if any(f"{w}{end}" in lx.OCCUPATIONS for w in lemmas for end in ("er", "r", "or", "ist")):
+        slots += ("occupation", "employer")  # "where do I teach?": a teacher's job
     if relation and relation not in lx.PARTNERS and lemmas & {"name", "call", "called", "who"}:
         return Asked(subject=SELF, slots=("family",), relation=relation, words=words, past=past)
     if relation and relation not in lx.PARTNERS and set(slots) & {"residence", "employer", "occupation"}:
@@ -123,7 +125,9 @@ def _score(asked: Asked, reading: Fact, fact: KnownFact) -> float:
         return 3.0 if reading.slot == "family" and reading.value.lower().endswith(asked.relation) else 0.0
     if reading.subject != asked.subject:
         return 0.0
-    shared = len(asked.words & _said_words(fact))
+    said = _said_words(fact)
+    shared = sum(1 for word in asked.words if word in said or len(word) >= 4 and any(
+        other.startswith(word) or len(other) >= 4 and word.startswith(other) for other in said))  # teach, teacher
     return (2.0 if reading.slot in asked.slots else 0.0) + shared
 
 
@@ -134,10 +138,14 @@ def _latest_per_slot(found: list[tuple[KnownFact, Fact]]) -> list[KnownFact]:
     """Newest first; in a kind one value fills at a time, only the newest statement (one that only
     ends a value, "you left Acme", only when nothing newer names one)."""
     found = sorted(found, key=lambda pair: pair[0].said_at.timestamp() if pair[0].said_at else 0.0, reverse=True)
+    if any(r.slot == "pet" and r.value == "alive" for _, r in found):  # the pets they have, not the ones gone
+        found = [(f, r) for f, r in found if not (r.slot == "pet" and r.value == "gone")]
+    if any(not (r.change and r.ended) for _, r in found):  # what is, before what they said has ended
+        found = [(f, r) for f, r in found if not (r.change and r.ended)]
     kept, filled = [], set()
     for fact, reading in sorted(found, key=lambda pair: not pair[1].value):  # values first, stable by time
         slot = (reading.subject, reading.slot)
-        if reading.slot in EXCLUSIVE_SLOTS:
+        if reading.slot in EXCLUSIVE_SLOTS and reading.value not in ("yes", "no", "+", "-"):
             if slot in filled:
                 continue
             filled.add(slot)

@@ -74,12 +74,12 @@ def meaning(fact: Fact) -> tuple[str, ...]:
 
 
 def same_meaning(first: str, second: str) -> bool:
-    """Whether two fact texts say the same thing ("User is a pharmacist", "User works as a
-    pharmacist"); the same text always does."""
+    """Whether two fact texts say the same thing, everything each says ("User is a pharmacist",
+    "User works as a pharmacist"); the same text always does."""
     if " ".join(first.lower().split()) == " ".join(second.lower().split()):
         return True
-    a, b = fact_reading(first), fact_reading(second)
-    return a is not None and b is not None and meaning(a) == meaning(b)
+    a, b = {meaning(r) for r in read(first)}, {meaning(r) for r in read(second)}
+    return bool(a) and a == b
 
 
 # --- the model's extraction ----------------------------------------------------------------------

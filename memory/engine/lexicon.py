@@ -76,7 +76,10 @@ vegan vegetarian veggie pescatarian pescetarian keto paleo halal kosher gluten d
 seafood shellfish alcohol booze beer wine sober teetotal caffeine sugar carb carbs diet eat drink fast fasting
 plant-based nut peanut egg fish food spicy
 """)
-PLACES = _words("home house flat apartment address neighbourhood neighborhood hometown condo bungalow cottage")
+PLACES = _words("""
+home house flat apartment address neighbourhood neighborhood hometown condo bungalow cottage terrace semi
+townhouse studio farmhouse maisonette loft houseboat duplex villa cabin
+""")
 RESIDENCE_VERBS = _words("live reside move relocate settle emigrate immigrate")
 ORIGIN = _words("bear raise native hometown nationality citizen originally")
 LANGUAGE = _words("""
@@ -153,7 +156,7 @@ question doubt headache cold plan meeting call chat lot bit way thing stuff some
 """)
 CHANGE_WORDS = _words("""
 move relocate quit leave start switch change become stop retire split divorce marry engage now anymore longer
-new finally since turn recently just replace adopt
+new finally since turn recently just replace adopt actually sorry meant typo correction misspoke wrong autocorrect
 """)
 PAST_MARKERS = _words("used childhood kid child ago formerly previously once")
 # What one joins that is no employer ("joined a chess club").

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.engine.language import parse
 from memory.engine.long_term import normalise_fact
 from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, read
 from memory.engine.text import clean_text, content_terms, is_question
@@ -97,6 +98,8 @@ def detect(message: str) -> Request | None:
         target = (match.group("target") or match.group("target2") or "").strip()
         if target and len(target.split()) <= 30:
             return Request(Intent.CORRECT, target, soft=True)
+    if not is_question(text) and re.search(r"\bnot\b", text, re.I) and says_correction(text) and denial(text):
+        return Request(Intent.CORRECT, text, soft=True)  # "Camille's in Quebec City, not Montreal"
     return None
 
 
@@ -288,6 +291,83 @@ def third_person(statement: str) -> str:
         return found[0].text
     text = statement.strip().rstrip(".!")
     return re.sub(r"^(?:I'm|I am)\b", "User is", re.sub(r"^my\b", "User's", text, flags=re.I), flags=re.I)
+
+
+_NOUNISH = frozenset({"PROPN", "NOUN", "NUM", "ADJ"})
+_CORRECTION_WORDS = frozenset({"sorry", "no", "nope", "actually", "oops", "correction", "wait", "meant", "mean",
+                               "typo", "misspoke", "muddled", "mixed", "wrong", "scratch", "autocorrect"})
+
+
+def _run_before(doc, end: int) -> list:
+    """The name or noun phrase that ends just before position `end` ("a Norwegian Forest cat",
+    "Hailey", "electrician" in "an electrician actually, not …")."""
+    i = end - 1
+    while i >= 0 and (doc[i].is_punct or doc[i].pos_ in ("ADV", "INTJ") or doc[i].lower_ in ("actually", "though")):
+        i -= 1
+    words = []
+    while i >= 0 and doc[i].pos_ in _NOUNISH and not doc[i].is_punct:
+        words.insert(0, doc[i])
+        i -= 1
+    return words
+
+
+def denial(text: str) -> tuple[str, str] | None:
+    """The value a message gives and the one it denies: "she's called Hailey, not Bailey" →
+    ("Hailey", "Bailey"); "it's Thursday at 3, not Tuesday" → ("Thursday", "Tuesday"); "Not Warwick —
+    Exeter" → ("Exeter", "Warwick"). None when it denies nothing by name. Read on the parse: the
+    words after "not", and before it the name of the same kind (an entity of the same label, else
+    the noun phrase that ends there)."""
+    doc = parse(clean_text(text))
+    for token in doc:
+        if token.lower_ != "not":
+            continue
+        after = [t for t in doc[token.i + 1:token.i + 6]]
+        old_words = []
+        for t in after:
+            if t.is_punct or t.pos_ in ("VERB", "AUX", "PRON", "CCONJ", "SCONJ"):
+                break
+            if t.pos_ != "DET" or old_words:
+                old_words.append(t)
+        if not old_words:
+            continue
+        old = " ".join(t.text for t in old_words)
+        first = next((t for t in doc if not t.is_punct), None)
+        if first is not None and first.i == token.i:  # "Not Warwick — Exeter"
+            rest = doc[old_words[-1].i + 1:]
+            new_words = [t for t in rest if not t.is_punct][:4]
+            new_words = new_words[:next((k for k, t in enumerate(new_words) if t.pos_ not in _NOUNISH),
+                                        len(new_words))]
+        else:
+            label = old_words[0].ent_type_
+            same = [e for e in doc.ents if label and e.label_ == label and e.end <= token.i]
+            new_words = list(same[-1]) if same else _run_before(doc, token.i)
+        new = " ".join(t.text for t in new_words)
+        if new and new.lower() != old.lower():
+            return new, old
+    return None
+
+
+def replace_value(fact: str, old: str, new: str) -> str:
+    """A fact with the value a correction denies replaced by the one it gives ("User has a beagle named
+    Bailey", "Bailey" → "Hailey"; "… on 14 March", "14th" → "16 March"); "" when the fact does not
+    hold the old value."""
+    found = re.search(rf"\b{re.escape(old)}\b", fact, re.I)
+    if found is None and (number := re.match(r"(\d+)(?:st|nd|rd|th)?$", old.strip(), re.I)):
+        found = re.search(rf"\b{number.group(1)}(?:st|nd|rd|th)?\b(?:\s+(?:of\s+)?[A-Z][a-z]+)?", fact)
+    if found is None:
+        return ""
+    before = fact[:found.start()]
+    article = re.search(r"\b(a|an)\s+$", before)
+    if article:  # "a plumber" → "an electrician"
+        before = before[:article.start(1)] + ("an" if new[:1].lower() in "aeiou" else "a") + " "
+    return before + new + fact[found.end():]
+
+
+def says_correction(text: str) -> bool:
+    """A message that says it corrects ("sorry", "actually", "I meant", "typo") or is short enough that
+    "X, not Y" can be nothing else."""
+    words = [w.lower() for w in re.findall(r"[A-Za-z']+", text)]
+    return bool(set(words) & _CORRECTION_WORDS) or len(words) <= 12
 
 
 def with_value(fact: str, value: str) -> str:

@@ -506,7 +506,7 @@ def _kind(clause: _Clause, whose: str) -> str:
         return "health"
     food_subject = clause.subject is not None and clause.subject.lemma_.lower() in lx.DIET  # "Peanuts put me in …"
     if lemmas & set(lx.DIET_LABELS) or food_subject or (lemmas & lx.DIET and head in (
-            "eat", "drink", "be", "have", "avoid", "touch", "do", "go", "cut", "give", "stop", "quit")):
+            "eat", "drink", "be", "have", "avoid", "touch", "do", "cut", "give", "stop", "quit")):
         return "diet"
     if _occupation(clause) or head == "retire" or "retired" in lemmas:
         return "occupation"
@@ -520,8 +520,10 @@ def _kind(clause: _Clause, whose: str) -> str:
         return "preference"
     if lemmas & lx.HOBBY:
         return "activity"
-    if nouns & lx.POSSESSIONS and head in ("have", "own", "drive", "get", "buy", "ride"):
-        return "possession"
+    owned = [c for c in _kind_head(clause).children if c.dep_ == "dobj"]
+    if head in ("have", "own", "drive", "get", "buy", "ride") and (nouns & lx.POSSESSIONS or any(
+            o.pos_ == "PROPN" or o.ent_type_ in ("PRODUCT", "ORG") for o in owned)):
+        return "possession"  # "got myself a little electric Fiat 500"
     if nouns & (lx.RELATIONS | lx.PARTNERS) and head in ("have", "be", "get"):
         return "family"
     if lemmas & lx.ROUTINE and head not in lx.NON_FACT_VERBS:
@@ -589,6 +591,8 @@ def clause_text(clause: _Clause) -> str:
     if not words:
         return ""
     subject = clause.subject
+    if subject is not None and subject.i not in {t.i for t in clause.tokens} and subject.lower_ in ("i", "we"):
+        subject = None  # "… and switched to Mandarin": the first verb's "I", said again here
     first_person = subject is not None and subject.lower_ in ("i", "we")
     agree = None  # the verb that takes the subject's person
     if first_person:
@@ -599,8 +603,9 @@ def clause_text(clause: _Clause) -> str:
         c.dep_ in ("det", "poss") for c in subject.children)  # "Birthday's the 29th": the speaker's own
     if subject is None and words[0].i == clause.head.i or (subject is None and words[0].pos_ in ("AUX", "VERB")):
         lead = words[0]
-        prefix = {"VBN": "User has" if lead.lower_ == "been" else "User was", "VBG": "User is", "VBD": "User",
-                  "MD": "User"}.get(lead.tag_, "User")
+        passive = lead.tag_ == "VBN" and not any(c.dep_ == "dobj" for c in lead.children)  # "Sold the Focus": active
+        prefix = {"VBN": "User has" if lead.lower_ == "been" else "User was" if passive else "User",
+                  "VBG": "User is", "VBD": "User", "MD": "User"}.get(lead.tag_, "User")
         out.append(prefix + " ")
         if lead.tag_ in ("VBN", "VBD", "VBG") and lead.text[:1].isupper() and lead.ent_type_ == "":
             out.append(lead.lower_ + lead.whitespace_)
@@ -740,7 +745,8 @@ def _slot_reading(clause: _Clause, whose: str, slot: str, sent: Span) -> Reading
         if negated:
             return Reading(**{**base, "change": True}, value="", ended=value_of(said),
                            text=f"{_owner_words(whose)[0]} no longer works at {said}")
-        return Reading(**base, value=value_of(said), text=_templated("employer", whose, said, name=_name_of(clause)))
+        return Reading(**base, value=value_of(said),
+                       text=_located(clause, _templated("employer", whose, said, name=_name_of(clause))))
     if slot == "occupation":
         job = "retired" if head.lemma_ == "retire" or "retired" in clause.lemmas else _occupation(clause)
         job = re.sub(r"^(?:an?|the)\s+", "", job, flags=re.I)
@@ -750,7 +756,7 @@ def _slot_reading(clause: _Clause, whose: str, slot: str, sent: Span) -> Reading
         org = next((t for t in clause.tokens if t.dep_ == "pobj" and t.head.lower_ in ("at", "for")
                     and t.pos_ == "PROPN"), None)
         return Reading(**base, value=value_of(job), key=value_of(_phrase(org)) if org is not None else "",
-                       text=f"{text} at {_phrase(org)}" if org is not None else text)
+                       text=_located(clause, f"{text} at {_phrase(org)}" if org is not None else text))
     if slot == "diet":
         label = next((lx.DIET_LABELS[t.lower_] for t in clause.tokens if t.lower_ in lx.DIET_LABELS), "")
         verb = _kind_head(clause)
@@ -819,8 +825,19 @@ def _favourite_reading(clause: _Clause, whose: str) -> Reading | None:
 
 
 def _place(token: Token) -> str:
+    """A place as said, with the region that follows it ("Perth, Western Australia")."""
     said = _phrase(token)
-    return re.sub(r"^(?:the|a|an)\s+", "", said) if token.pos_ == "PROPN" else said
+    said = re.sub(r"^(?:the|a|an)\s+", "", said) if token.pos_ == "PROPN" else said
+    region = next((c for c in token.children if c.dep_ in ("appos", "npadvmod", "conj") and c.pos_ == "PROPN"
+                   and c.i > token.i), None)
+    return f"{said}, {_phrase(region)}" if region is not None else said
+
+
+def _located(clause: _Clause, text: str) -> str:
+    """A job's words with the city it is in, when the clause names one ("… at Siemens in Munich")."""
+    city = next((t for t in clause.tokens if t.dep_ == "pobj" and t.head.lower_ == "in" and t.pos_ == "PROPN"), None)
+    said = _phrase(city) if city is not None else ""
+    return f"{text} in {said}" if said and said not in text else text
 
 
 _STRONG = frozenset({"diet", "allergy", "health", "preference", "language", "plan", "origin", "family", "pet",
@@ -916,7 +933,8 @@ def _read_clause(clause: _Clause, sent: Span) -> Iterator[Reading]:
         return  # someone else's news is theirs; family's (and friends') lasting facts are the person's to tell
     if not direct and slot not in _STRONG:
         return
-    if clause.subject is None and not slot:
+    if clause.subject is None and not slot and not (_given_up(clause) or any(
+            c.dep_ in ("dobj", "attr") and c.pos_ in ("NOUN", "PROPN") for c in clause.head.children)):
         return  # "Pouring all day here": a clause without its subject says what it is about, or nothing
     if not any(t.pos_ in ("VERB", "AUX") for t in clause.tokens):
         if clause.subject is None and whose == SELF and slot and clause.head.pos_ in ("ADJ", "NOUN"):
@@ -972,9 +990,31 @@ def _read_clause(clause: _Clause, sent: Span) -> Iterator[Reading]:
         return  # "User has": the parse left the clause's object elsewhere
     if not _says_something(clause):
         return  # "I finally did it": nothing but pronouns after the verb
+    given_up = _given_up(clause)
     yield Reading(subject=whose, slot=slot, key=_key(clause, slot), value=_value(clause, slot), text=text,
-                  ended=_denied(clause), change=_changed(clause, sent), past=past, negated=_negated(clause),
-                  clause=clause.text)
+                  ended=given_up or _denied(clause), change=bool(given_up) or _changed(clause, sent), past=past,
+                  negated=_negated(clause), clause=clause.text)
+
+
+_GIVING_UP = frozenset({"sell", "stop", "quit", "drop", "ditch", "give", "switch", "leave", "cancel", "lose"})
+
+
+def _given_up(clause: _Clause) -> str:
+    """What a clause says the speaker no longer has or does: "Sold the Focus" → "focus", "I've
+    dropped the Japanese" → "japanese", "had to stop running" → "running", "switched from oat to
+    soya milk" → "oat"; "" when it says nothing ends."""
+    head = _kind_head(clause) if clause.head.lemma_ not in _GIVING_UP else clause.head
+    lemma = head.lemma_.lower()
+    if lemma not in _GIVING_UP or (lemma == "give" and not any(c.lower_ == "up" for c in head.children)):
+        return ""
+    if lemma == "switch":
+        old = _object_of(head, "from")
+        return value_of(_phrase(old)) if old is not None else ""
+    thing = next((c for c in head.children if c.dep_ in ("dobj", "xcomp") and c.pos_ in ("NOUN", "PROPN", "VERB")),
+                 None)
+    if thing is None or thing.lemma_.lower() in ("job", "work", "it", "that"):
+        return ""
+    return value_of(thing.text if thing.pos_ == "VERB" else _phrase(thing))
 
 
 def _says_something(clause: _Clause) -> bool:
@@ -1058,8 +1098,8 @@ def _named(token: Token) -> Token | None:
             found = next((c for c in child.children if c.dep_ in ("oprd", "attr", "dobj") and c.pos_ == "PROPN"), None)
             if found is not None:
                 return found
-    after = token.doc[token.i + 1:token.i + 5]
-    if any(t.lower_ in ("called", "named") for t in after):  # "my husband's called Raj"
+    after = token.doc[token.i + 1:token.i + 6]
+    if any(t.lower_ in ("called", "named", "name") for t in after):  # "my husband's called Raj", "mum's name is"
         return next((t for t in after if t.pos_ == "PROPN"), None)
     if token.dep_ == "attr" and token.head.lemma_ == "be":
         subject = _subject_of(token.head)
@@ -1113,14 +1153,17 @@ def _people(sent: Span) -> Iterator[Reading]:
             continue  # "my coworker Dmitri just got promoted": their news, not who they are to the person
         said = _name_span(name)
         if lemma in lx.PET_SPECIES:
+            kind = " ".join([c.lower_ for c in token.children if c.dep_ == "amod" and c.i < token.i] + [lemma])
             yield Reading(subject=SELF, slot="pet", key=f"{said.lower()}|{lemma}", value="alive",
-                          text=f"User has a {lemma} named {said}", ended=_denied_near(token), clause=sent.text)
+                          text=f"User has {'an' if kind[0] in 'aeiou' else 'a'} {kind} named {said}",
+                          ended=_denied_near(token), clause=sent.text)
         elif lemma in lx.PARTNERS:
             yield Reading(subject=SELF, slot="partner", value=said.lower(), text=f"User's {relation} is {said}",
                           clause=sent.text, ended=_denied_near(token))
         else:
+            changed = bool({t.lemma_.lower() for t in sent} & lx.CHANGE_WORDS)  # "sorry, my mum's name is Rita"
             yield Reading(subject=SELF, slot="family", key=said.lower(), value=relation,
-                          text=f"{said} is User's {relation}", clause=sent.text)
+                          text=f"{said} is User's {relation}", clause=sent.text, change=changed)
 
 
 def _identity(sent: Span) -> Iterator[Reading]:
@@ -1169,8 +1212,9 @@ def read_doc(doc) -> tuple[Reading, ...]:
         said = {r.text.lower() for r in people}
         for clause in clauses(sent):
             for reading in _read_clause(clause, sent):
-                if reading.slot in named and reading.slot in ("pet", "partner") and reading.subject == SELF:
-                    continue  # "my dog Rex is a terrier": the named pet is the fact
+                if reading.slot in named and reading.slot in ("pet", "partner") and reading.subject == SELF \
+                        and clause.head.lemma_ in ("call", "name", "have", "get", "adopt"):
+                    continue  # "my dog is called Rex", "I have a dog named Rex": the named pet is the fact
                 if reading.text.lower() in said:
                     continue
                 found.setdefault((reading.text.lower(), reading.slot), reading)
@@ -1211,10 +1255,13 @@ def read(text: str) -> tuple[Reading, ...]:
     """Everything a statement (or a stored fact) says about the speaker and the people they name."""
     found: dict[tuple[str, str], Reading] = {}
     docs = parse_all(_parts(text))
-    for doc in [parse(again) if (again := _repaired(doc)) else doc for doc in docs]:
+    docs = [parse(again) if (again := _repaired(doc)) else doc for doc in docs]
+    for doc in docs:
         for reading in read_doc(doc):
             found.setdefault((reading.text.lower(), reading.slot), reading)
-    return tuple(found.values())
+    # "Sorry, that was autocorrect — my mum's name is Rita": a change word anywhere speaks for every part
+    changed = any({t.lemma_.lower() for t in doc} & lx.CHANGE_WORDS for doc in docs)
+    return tuple(replace(r, change=r.change or changed) for r in found.values())
 
 
 def read_all(texts: Iterable[str]) -> list[tuple[Reading, ...]]:

@@ -73,6 +73,8 @@ NO_VERDICT = Verdict(decision=Decision.NONE, confidence=0.0, slot="", old_id=Non
 
 # The kinds whose values the detector compares: a later value of the same thing ends the earlier.
 COMPARED_SLOTS = EXCLUSIVE_SLOTS | {"preference", "activity", "pet", "plan", "family"}
+SLOT_TITLES.update({"plan": "a plan", "family": "their family", "other": "what they said", "possession":
+                    "what they own", "language": "a language", "health": "their health", "diet": "their diet"})
 _APART = frozenset({"single", "divorced", "separated", "widowed"})
 
 
@@ -131,6 +133,19 @@ def _clash(new: Claim, old: Claim) -> str:
     return ""
 
 
+# Relations a person has one of: a new name for one is a correction, not a second one.
+_ONE_OF = frozenset({"mum", "mom", "mother", "mam", "dad", "father", "husband", "wife", "stepmum", "stepmom",
+                     "stepdad", "stepfather", "stepmother"})
+
+
+def _renamed(new: Claim, old: Claim) -> str:
+    """ "my mum's name is Rita" after "Rosa is my mum": the one mum, named again."""
+    relation = new.value.split()[-1] if new.value else ""
+    if relation in _ONE_OF and new.value == old.value and new.key and old.key and new.key != old.key:
+        return f"their {relation} is {new.key.title()!r}, not {old.key.title()!r}"
+    return ""
+
+
 def _confidence(new: Claim, old: Claim, reason: str, params: SupersessionParams) -> float:
     confidence = params.base
     if new.change:
@@ -147,18 +162,23 @@ def supersession_candidates(statement: str, current: Sequence[Memory], *,
     """Current memories that `statement` may supersede, most confident first."""
     params = params or SupersessionParams()
     new_claims = [c for c in claims_of(statement) if c.value or c.ended]
-    if not new_claims:
+    if not new_claims and not any(r.change and r.ended for r in read(statement)):
         return []
     verdicts: dict[str, Verdict] = {}
     for memory in current:
+        ended = _named_ending(statement, memory, params)
+        if ended is not None:
+            verdicts[memory.id] = ended
         for old in claims_of(memory.text):
             for new in new_claims:
                 if (new.subject, new.slot) != (old.subject, old.slot):
                     continue
-                if new.key or old.key:
-                    if not _same_key(new.slot, new.key, old.key):
-                        continue
-                reason = _clash(new, old)
+                if new.slot == "family":
+                    reason = _renamed(new, old)
+                elif (new.key or old.key) and not _same_key(new.slot, new.key, old.key):
+                    continue
+                else:
+                    reason = _clash(new, old)
                 if not reason:
                     continue
                 confidence = _confidence(new, old, reason, params)
@@ -174,6 +194,22 @@ def supersession_candidates(statement: str, current: Sequence[Memory], *,
                 if memory.id not in verdicts or verdicts[memory.id].confidence < confidence:
                     verdicts[memory.id] = verdict
     return sorted(verdicts.values(), key=lambda v: -v.confidence)
+
+
+def _named_ending(statement: str, memory: Memory, params: SupersessionParams) -> Verdict | None:
+    """A statement that names what ended ("Sold the Focus", "I've dropped the Japanese") ends the
+    memory that holds it, whatever its kind: the person named it."""
+    for new in read(statement):
+        if not (new.change and new.ended and new.ended != "*") or new.slot in EXCLUSIVE_SLOTS:
+            continue
+        named = _words(new.ended)
+        if not named or not named <= _words(memory.text) or any(
+                old.subject != new.subject for old in read(memory.text)):
+            continue
+        confidence = round(min(params.base + params.change_bonus + params.names_old_bonus, 0.98), 2)
+        return Verdict(decision=Decision.SUPERSEDE, confidence=confidence, slot=new.slot, old_id=memory.id,
+                       reason=f"says {new.ended!r} is over (\"{new.clause}\")")
+    return None
 
 
 def supersession_decide(statement: str, current: Sequence[Memory], *,

@@ -93,6 +93,17 @@ def _told(page: DialoguePage) -> str:
     return said_by_person(page.query, page.utterances or ())
 
 
+def _statement_of(page: DialoguePage) -> str:
+    """What a page states: its words (statement_in), none when it was a correction carried out (the
+    corrected fact holds what it said)."""
+    statement = statement_in(_told(page))
+    if statement and statement != _told(page) and LifecycleEvent.objects.filter(
+            user_id=page.user_id, kind=LifecycleEvent.Kind.EDITED, payload__action="correct",
+            payload__page_id=str(page.pk)).exists():
+        return ""
+    return statement
+
+
 def _speaker(page: DialoguePage) -> str:
     if page.utterances:
         return str(page.utterances[0].get("speaker", "")) or "user"
@@ -167,7 +178,7 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
                  .order_by("seq"))
     # Read first (the model outside any transaction), then embed what is new in one call: a bulk
     # import's batch of pages costs one embedding call, not one a page.
-    statements = {page.pk: statement_in(_told(page)) for page in pages}
+    statements = {page.pk: _statement_of(page) for page in pages}
     facts_of_all(s for s in statements.values() if s)  # parsed in one batch
     read = {page.pk: facts_read(user_id=user_id, text=statements[page.pk]) if statements[page.pk] else ([], "offline")
             for page in pages}
@@ -199,7 +210,7 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
                     vectors: dict[str, list[float]] | None = None) -> list[FactChange]:
     """One turn's facts: stored (or their source added), then supersession on the new ones. `read`
     and `vectors`: the facts_read and embeddings the caller has already (facts_from_turns)."""
-    statement = statement_in(_told(page))
+    statement = _statement_of(page)
     if not statement:
         return []
     texts, via = read if read is not None else facts_read(user_id=user_id, text=statement)

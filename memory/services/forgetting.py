@@ -179,9 +179,11 @@ def memory_erase_all(*, user, actor=None) -> dict[str, int]:
 # ------------------------------------------------------------------ corrections, with an undo
 
 def memories_correct(*, user, fact_texts: dict[str, str] | None = None, repress_pages: Iterable[str] = (),
-                     profile: dict[str, str] | None = None, actor=None, via: str = "page") -> Corrected:
+                     profile: dict[str, str] | None = None, actor=None, via: str = "page",
+                     page_id: str = "") -> Corrected:
     """Correct facts (new text), set aside the turns that said otherwise (repressed) and correct
-    profile values; one "edited" event records how to undo it all."""
+    profile values; one "edited" event records how to undo it all (and `page_id`, the turn that
+    asked, whose words then state no fact of their own)."""
     who = actor if actor is not None else user
     undo_facts, undo_pages, undo_profile = [], [], {}
     for fact_id, text in (fact_texts or {}).items():
@@ -202,9 +204,10 @@ def memories_correct(*, user, fact_texts: dict[str, str] | None = None, repress_
         _profile_set(user, profile)
     if not (undo_facts or undo_pages or undo_profile):
         raise MemoryInputError("Nothing to correct.")
+    extra = {"page_id": page_id} if page_id else {}
     event = event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id="about_me", action=CORRECT,
                          actor=actor_name(who), via=via, undo={"facts": undo_facts, "pages": undo_pages,
-                                                               "profile": undo_profile})
+                                                               "profile": undo_profile}, **extra)
     return Corrected(event_id=event.pk, facts=len(undo_facts), pages=len(undo_pages), profile_values=len(undo_profile))
 
 

@@ -182,6 +182,9 @@ def _correct(user, page: DialoguePage, target: str, *, soft: bool = False) -> Ta
     if not target:
         return TalkReply("What should it be? Tell me, for example: \"that's wrong, I live in Porto\".",
                          talk.Intent.CORRECT)
+    denied = _denied(user, page, target)
+    if denied is not None:
+        return denied
     new, old_value = talk.correction_parts(target)
     statements, _, _ = _statements(user, page, talk.topic_words(new) | frozenset(old_value.split()))
     current = {f.id for f in facts_known(user=user)[0]}
@@ -195,7 +198,29 @@ def _correct(user, page: DialoguePage, target: str, *, soft: bool = False) -> Ta
         return None  # nothing said otherwise: the statement is read as any other (memory/services/facts.py)
     if len(groups) > 1:
         return _ask(user, page, talk.Intent.CORRECT, new, groups)
-    return _correct_groups(user, new, groups)
+    return _correct_groups(user, new, groups, page=page)
+
+
+def _denied(user, page: DialoguePage, target: str) -> TalkReply | None:
+    """ "She's called Hailey, not Bailey": every current fact that holds the denied value, with the
+    value given; the person's turns that said the denied value are set aside (undo restores all)."""
+    said = talk.denial(target)
+    if said is None:
+        return None
+    new, old = said
+    fixed = {f.id: text for f in facts_known(user=user)[0] if (text := talk.replace_value(f.text, old, new))}
+    if not fixed:
+        return None
+    statements, _, _ = _statements(user, page, talk.topic_words(old))
+    pages = [c.ident for c in statements if c.kind == "page" and talk.replace_value(c.text, old, new)]
+    try:
+        done = memories_correct(user=user, fact_texts=fixed, repress_pages=pages, via="chat", page_id=str(page.pk))
+    except MemoryInputError as exc:
+        return TalkReply(f"I could not correct it: {exc}", talk.Intent.CORRECT)
+    known = "; ".join(talk.first_person(text) for text in fixed.values())
+    parts = [_count(done.facts, "fact"), _count(done.pages, "turn that said otherwise")]
+    return TalkReply(f"Corrected: from now on I know that {known} ({', '.join(p for p in parts if p)} set right). "
+                     "Say \"undo\" to put it back as it was.", talk.Intent.CORRECT, action="correct")
 
 
 def _meant(user, page: DialoguePage, said: str) -> TalkReply | None:
@@ -208,17 +233,20 @@ def _meant(user, page: DialoguePage, said: str) -> TalkReply | None:
     for fact in facts:
         text = talk.with_value(fact.text, said)
         if text:
-            return _correct_groups(user, "", [talk.Group((talk.Candidate("fact", fact.id, fact.text),))], text=text)
+            return _correct_groups(user, "", [talk.Group((talk.Candidate("fact", fact.id, fact.text),))], text=text,
+                                   page=page)
     return None
 
 
-def _correct_groups(user, new: str, groups: list[talk.Group], *, text: str = "") -> TalkReply:
+def _correct_groups(user, new: str, groups: list[talk.Group], *, text: str = "",
+                    page: DialoguePage | None = None) -> TalkReply:
     members = [c for g in groups for c in g.members]
     text = text or talk.third_person(new)
     fact_texts = {c.ident: text for c in members if c.kind == "fact"}
     try:
         done: Corrected = memories_correct(user=user, fact_texts=fact_texts,
-                                           repress_pages=[c.ident for c in members if c.kind == "page"], via="chat")
+                                           repress_pages=[c.ident for c in members if c.kind == "page"], via="chat",
+                                           page_id=str(page.pk) if page is not None else "")
     except MemoryInputError as exc:
         return TalkReply(f"I could not correct it: {exc}", talk.Intent.CORRECT)
     parts = [_count(done.facts, "fact"), _count(done.pages, "turn that said otherwise")]
@@ -324,7 +352,7 @@ def _answer_question(user, page: DialoguePage, question: LifecycleEvent) -> Talk
         # The question goes too (it said what to forget); its event keeps that it asked, not the words.
         LifecycleEvent.objects.filter(pk=question.pk).update(payload={**question.payload, "target": ""})
         return _forget_groups(user, page, target, picked, also=[question.subject_id])
-    reply = _correct_groups(user, target, picked)
+    reply = _correct_groups(user, target, picked, page=page)
     reply_scrub(user=user, page_id=question.subject_id)  # the question listed what was said otherwise
     return reply
 
