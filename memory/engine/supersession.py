@@ -271,8 +271,9 @@ def period_label(valid_until: datetime | None) -> str:
     return f"until {valid_until:%B %Y}" if valid_until is not None else ""
 
 
-_PAST_QUESTION = re.compile(r"\b(?:before|used to|use to|previous(?:ly)?|former(?:ly)?|earlier|old|originally|"
-                            r"back then|in the past|first)\b", re.I)
+# "How old am I?", "Where am I from originally?" and "my first language" ask about now.
+_PAST_QUESTION = re.compile(r"\b(?:before|used to|use to|previous(?:ly)?|former(?:ly)?|earlier|my old|"
+                            r"back then|in the past)\b", re.I)
 
 
 def asks_about_the_past(query: str) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .language import parse
+
 _AGREEING = {"is": "you're", "isn't": "you aren't", "was": "you were", "wasn't": "you weren't", "has": "you have",
              "hasn't": "you haven't", "does": "you do", "doesn't": "you don't", "goes": "you go"}
 _OWN = {"their": "your", "theirs": "yours", "themselves": "yourself", "they're": "you're", "they've": "you've"}
@@ -44,3 +46,47 @@ def to_person(text: str, *, capital: bool = True) -> str:
     if capital:
         return said[:1].upper() + said[1:]
     return said[:1].lower() + said[1:] if said[:4] in ("You ", "Your", "You'") else said
+
+
+_STORED_LEADS = {"you're": "User is", "you are": "User is", "you were": "User was", "you have": "User has",
+                 "you've": "User has", "you do": "User does", "you don't": "User doesn't", "you aren't": "User isn't",
+                 "you haven't": "User hasn't", "you weren't": "User wasn't", "i'm": "User is", "i am": "User is",
+                 "i was": "User was", "i have": "User has", "i've": "User has", "i do": "User does",
+                 "i don't": "User doesn't"}
+_MODALS = frozenset("can can't cannot could will won't would should must may might".split())
+
+
+def to_stored(text: str) -> str:
+    """A fact as the person writes it (to them, "You live in Porto", or as they would say it, "I live
+    in Porto") in the third person it is stored in ("User lives in Porto"); a text already about
+    "User" is kept as it is."""
+    said = " ".join(text.split()).rstrip(".!")
+    if re.search(r"\bUser\b", said):
+        return said
+    lowered = said.lower()
+    for lead, stored in _STORED_LEADS.items():
+        if lowered == lead or lowered.startswith(lead + " "):
+            said = stored + said[len(lead):]
+            break
+    else:
+        lead = re.match(r"^(?:you|i)\s+([a-z]+)\b", said, re.I)
+        if lead:
+            verb = lead.group(1).lower()
+            tag = parse(f"I {verb} it.")[1].tag_  # "left" stays, "live" takes its s
+            said = f"User {verb if verb in _MODALS or tag in ('VBD', 'VBN', 'MD') else _third(verb)}" \
+                   f"{said[lead.end():]}"
+    def owner(match: re.Match[str]) -> str:  # "their" once "User" is said, else "User's"
+        return "their" if "User" in said[:match.start()] else "User's"
+
+    said = re.sub(r"\b(?:your|my)\b", owner, said, flags=re.I)
+    said = re.sub(r"\b(?:yourself|myself)\b", "themselves", said, flags=re.I)
+    return re.sub(r"\b(?:you|me)\b", "User", said, flags=re.I)
+
+
+def _third(verb: str) -> str:
+    """ "live" → "lives", "study" → "studies", "watch" → "watches"."""
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if verb.endswith("y") and verb[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return verb[:-1] + "ies"
+    return verb + "s"

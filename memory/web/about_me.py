@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memory.engine.wording import to_stored
 from memory.selectors.about_me import about_me as about_me_read
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.services.forgetting import correction_undo, correction_undoable, memories_correct, memory_erase_all
@@ -63,8 +64,8 @@ def correct(request, kind: str, ident: str):
     """A fact's or a profile value's new text; the page shows an undo."""
     value = request.POST.get("value", "")
     try:
-        if kind == "facts":
-            done = memories_correct(user=request.user, fact_texts={ident: value}, actor=request.user)
+        if kind == "facts":  # the box shows the fact as the page says it: stored again in the third person
+            done = memories_correct(user=request.user, fact_texts={ident: to_stored(value)}, actor=request.user)
         elif kind == "profile":
             done = memories_correct(user=request.user, profile={ident: value}, actor=request.user)
         else:

@@ -158,6 +158,15 @@ def test_assistant_chatter_gives_no_traits(text):
     assert extract_agent_traits(text) == []
 
 
+@pytest.mark.parametrize("reply", [
+    "Got it. I'll remember that you're a pharmacist and you work at Larkfield Hospital.",
+    "Here's what I remember: On 12 May you told me: “I'm a pharmacist at Larkfield Hospital.”",
+    "Corrected: from now on I know that you work at Northgate Pharmacy.",
+])
+def test_the_assistants_traits_never_take_the_persons_facts(reply):
+    assert extract_agent_traits(reply) == []
+
+
 def test_agent_subject_is_configurable():
     assert extract_agent_traits("I'm a running coach.", subject="Coach Maria") == [
         "Coach Maria is a running coach"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memory.engine.reading import SELF, normalise_statement, read
-from memory.engine.wording import to_person
+from memory.engine.wording import to_person, to_stored
 
 
 def facts(text: str) -> list[str]:
@@ -121,3 +121,14 @@ def test_only_the_speakers_readings_are_the_speakers():
 ])
 def test_a_fact_is_said_to_the_person_with_its_verb_agreeing(stored, said):
     assert to_person(stored) == said
+
+
+@pytest.mark.parametrize(("written", "stored"), [
+    ("You live in Porto", "User lives in Porto"), ("You're coeliac", "User is coeliac"),
+    ("Ingrid is your older sister", "Ingrid is User's older sister"),
+    ("You left your job at Acme", "User left their job at Acme"), ("I study law", "User studies law"),
+    ("User lives in Porto", "User lives in Porto"),
+])
+def test_a_fact_written_to_the_person_is_stored_in_the_third_person_and_reads_back_the_same(written, stored):
+    assert to_stored(written) == stored
+    assert to_person(stored) == to_person(to_stored(written))

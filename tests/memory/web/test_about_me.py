@@ -60,6 +60,17 @@ def test_correct_and_its_undo(client, ana):
     assert profile.status_code == 302 and UserProfile.objects.get(user=user).extra["city"] == "Porto"
 
 
+def test_the_correct_box_opens_with_the_words_shown_and_saves_them_as_a_fact(client, ana):
+    user, cat_fact, _, _ = ana
+    client.force_login(user)
+    page = client.get("/me/").content.decode()
+    assert 'value="You have a cat named Miso"' in page and 'value="User has a cat named Miso"' not in page
+    client.post(f"/me/facts/{cat_fact.pk}/correct/", {"value": "You have a cat named Mochi"})
+    cat_fact.refresh_from_db()
+    assert cat_fact.text == "User has a cat named Mochi"
+    assert "You have a cat named Mochi" in client.get("/me/").content.decode()
+
+
 def test_forget_erases_the_fact_and_the_turns_that_said_it(client, ana):
     user, cat_fact, _, _ = ana
     client.force_login(user)
