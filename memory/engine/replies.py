@@ -77,6 +77,7 @@ _RECALL_ALL = re.compile(r"\b(?:remember|recall|know)\b.*\b(?:me|my|I)\b|\bwhat 
 _GREETINGS = frozenset("hi hello hey hiya yo howdy greetings morning afternoon evening".split())
 _THANKS = frozenset("thanks thank thx ty cheers".split())
 _BYES = frozenset("bye goodbye cya farewell goodnight".split())
+_FILLERS = frozenset("lol haha ok okay oh ah well yeah yes cool great nice right alright aw".split())
 _TO_YOU = {"is": "you are", "was": "you were", "has": "you have", "does": "you do", "doesn't": "you don't",
            "isn't": "you aren't", "wasn't": "you weren't", "hasn't": "you haven't"}
 _TO_ME = {"is": "I am", "was": "I was", "has": "I have", "does": "I do", "doesn't": "I don't"}
@@ -111,6 +112,8 @@ def _words(text: str) -> list[str]:
 def small_talk(message: str, *, user_name: str | None, sona_name: str | None, topical: bool) -> str | None:
     """Greetings, thanks and goodbyes that carry no topic get a short friendly answer."""
     words = _words(message)
+    while words[1:] and words[0] in _FILLERS:  # "lol ok, thanks!"
+        words = words[1:]
     if not words or topical:
         return None
     if words[0] in _GREETINGS or words[:2] in (["good", "morning"], ["good", "afternoon"], ["good", "evening"]):
@@ -119,7 +122,7 @@ def small_talk(message: str, *, user_name: str | None, sona_name: str | None, to
     if words[0] in _THANKS:
         return f"You're welcome{_addressed(user_name)}! Anything else on your mind?"
     if words[0] in _BYES:
-        return f"Bye{_addressed(user_name)}! I'll remember what we talked about."
+        return f"Bye{_addressed(user_name)}! Talk soon."
     return None
 
 
