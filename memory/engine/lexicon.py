@@ -81,7 +81,7 @@ home house flat apartment address neighbourhood neighborhood hometown condo bung
 townhouse studio farmhouse maisonette loft houseboat duplex villa cabin
 """)
 RESIDENCE_VERBS = _words("live reside move relocate settle emigrate immigrate")
-ORIGIN = _words("bear raise native hometown nationality citizen originally")
+ORIGIN = _words("bear breed raise native hometown nationality citizen originally")
 LANGUAGE = _words("""
 speak language fluent fluently bilingual trilingual tongue native spanish french german italian portuguese dutch
 english mandarin cantonese chinese japanese korean arabic hindi urdu bengali punjabi russian polish ukrainian greek

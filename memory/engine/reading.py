@@ -114,9 +114,19 @@ def _asks(sent: Span) -> bool:
     return False
 
 
+def _shares_words(token: Token) -> bool:
+    """A verb that is no clause of its own: "bred" in "Born and bred in Cork" (it shares its first
+    verb's subject, and that verb has nothing of its own), "swell" in "Shellfish makes my throat swell"
+    (what a causative verb makes happen)."""
+    if token.dep_ == "conj" and not any(c.dep_ in _SUBJECTS for c in token.children):
+        first = token.head
+        return not any(c.dep_ in ("dobj", "prep", "attr", "acomp", "xcomp", "oprd") for c in first.children)
+    return token.dep_ == "ccomp" and token.head.lemma_ in ("make", "let", "help") and token.i > token.head.i
+
+
 def _clause_heads(sent: Span) -> list[Token]:
     heads = [t for t in sent if t.dep_ in _CLAUSE_DEPS and (t.dep_ == "ROOT" or t.pos_ in ("VERB", "AUX") or any(
-        c.dep_ in _SUBJECTS for c in t.children))]
+        c.dep_ in _SUBJECTS for c in t.children)) and not _shares_words(t)]
     # "… every single day we finally moved to York": a verb the parser hung on a noun as a relative
     # clause, with "I" or "we" for its subject and no relative word, is a clause of its own.
     heads += [t for t in sent if t.dep_ == "relcl" and any(c.dep_ == "nsubj" and c.lower_ in ("i", "we")
@@ -202,8 +212,9 @@ def _whose(clause: _Clause, sent: Span) -> str | None:
             return None
         if head.pos_ in ("VERB", "AUX"):
             return SELF  # "Grew up in Leeds"
-        fragment = head.dep_ == "ROOT" and (head.pos_ == "ADJ" or head.pos_ == "NOUN" and any(
-            c.lower_ in ("a", "an", "not") for c in head.children))
+        fragment = head.dep_ == "ROOT" and (head.pos_ == "ADJ" or head.pos_ == "NOUN" and (
+            any(c.lower_ == "not" for c in head.children) or any(c.lower_ in ("a", "an") for c in head.children)
+            and head.lemma_.lower() in lx.OCCUPATIONS | lx.HOBBY | lx.RELATIONS | {"person", "fan", "type"}))
         return SELF if fragment else None  # "Allergic to latex", "Not a gamer at all"
     if subject.lower_ in _PRONOUNS_SELF:
         return SELF
@@ -267,8 +278,16 @@ def _unasserted(clause: _Clause) -> str:
              and c.i < head.i}
     if marks & _CONDITIONS:
         return "conditional"  # "if I moved", "when I was a kid", "when I host a dinner"
+    if any(c.tag_ == "TO" and c.dep_ == "aux" for c in head.children) and head.tag_ == "VB":
+        return "infinitive"  # "Priya wants us both to run the 10K": wanted, not done
+    first = next((t for t in clause.tokens if not t.is_punct and t.dep_ != "advmod" or t.tag_ == "WRB"), None)
+    if first is not None and first.tag_ in ("WRB", "WP", "WDT") and first.i < head.i:
+        return "subordinate"  # "… exactly where my photos showed"
     if head.tag_ == "VBG" and head.lower_ in _DISCOURSE and clause.subject is None:
         return "discourse"  # "Speaking of the hospital, …"
+    if clause.subject is None and any(c.dep_ == "advmod" and c.lower_ in lx.SPECULATIVE | {"probably"}
+                                      for c in head.children):
+        return "speculative"  # "… what I'd do — probably buy a little bookshop by the sea"
     if _hedge(head) and any(c.dep_ in ("ccomp", "parataxis") for t in (head, *head.children) for c in t.children):
         return "frame"  # "I'm pretty sure …": what it frames is read on its own
     lowered = {t.lower_ for t in clause.tokens}
@@ -285,7 +304,7 @@ def _unasserted(clause: _Clause) -> str:
     governor = _governed_by(clause)
     if governor is not None and clause.head.dep_ == "ccomp" and governor.lemma_.lower() in lx.REPORTING:
         speaker = _subject_of(governor)
-        if speaker is not None and speaker.lower_ not in ("i", "we"):
+        if speaker is not None and speaker.lower_ not in ("i", "we", "you"):  # "you could say I'm …" hedges
             return "reported"  # "My mum says I'm stubborn"
     if governor is not None and clause.head.dep_ == "conj":
         return _unasserted(_Clause(governor, (), _subject_of(governor)))
@@ -490,7 +509,10 @@ def _kind(clause: _Clause, whose: str) -> str:
         return "residence"
     if head == "base" and _object_of(clause.head, "in"):
         return "residence"
-    if (head in ("bear", "raise") or (head == "grow" and "up" in lemmas)
+    if head == "be" and _entities(clause, "GPE") and any(
+            t.lower_ in ("years", "months", "decades") for e in _entities(clause, "DATE") for t in e):
+        return "residence"  # "Been in Toronto six years now"
+    if (head in ("bear", "raise", "breed") or (head == "grow" and "up" in lemmas)
             or (head in ("be", "come") and _object_of(clause.head, "from"))
             or (head == "be" and any(c.dep_ in ("acomp", "attr") and c.ent_type_ == "NORP"
                                      for c in clause.head.children))):
@@ -849,6 +871,9 @@ _REQUESTS = frozenset({"please", "pls", "plz"})
 def _imperative(clause: _Clause) -> bool:
     """ "Give me five ideas", "Translate this, please": a request, not a statement."""
     head = clause.head
+    if clause.subject is None and head.tag_ == "VB" and head.lemma_.lower() not in lx.PREFERENCE_VERBS and not any(
+            c.dep_ == "aux" for c in head.children):
+        return True  # a bare verb with no subject: a request, or the rest of a "what I'd do" (never a statement)
     if clause.subject is not None or head.tag_ != "VB" or head.dep_ != "ROOT":
         return False
     first = next((t for t in clause.tokens if not t.is_punct and (t.lower_ not in _DROP_LEADS or t.i == head.i)),
@@ -1021,8 +1046,10 @@ def _says_something(clause: _Clause) -> bool:
     """Whether a clause names anything (a noun, a name, a number, an adjective, a verb besides its
     own), not only pronouns ("I finally did it", "we both have that")."""
     subject = clause.subject
-    spoken = {t.i for t in subject.subtree} if subject is not None and not any(
-        c.lower_ in ("i", "me") for c in subject.conjuncts) else set()  # "Gluten and me": gluten says it
+    # "I finally did it": the subject says nothing; "my throat swell up", "Gluten and me": it does
+    spoken = {t.i for t in subject.subtree} if subject is not None and subject.pos_ == "PRON" else set()
+    if clause.head.lemma_.lower() in lx.HOBBY:
+        return True  # "I knit"
     return any(t.pos_ in ("NOUN", "PROPN", "NUM", "ADJ") or t.pos_ == "VERB" and (
         t.i != clause.head.i or t.tag_ == "VBG" and t.lemma_ not in ("do", "go", "get", "have", "be"))
                for t in clause.tokens if t.i not in spoken and t.lower_ not in ("one", "thing", "things")
@@ -1241,7 +1268,7 @@ def _repaired(doc) -> str:
     for token in doc:
         after = doc[token.i + 1] if token.i + 1 < len(doc) else None
         if token.tag_ == "POS" and token.lower_ == "'s" and after is not None and (
-                after.pos_ in ("ADP", "DET", "NUM") or after.tag_ in ("VBN", "VBG")
+                after.pos_ in ("ADP", "DET", "NUM") or after.tag_ in ("VBN", "VBG", "PRP$")
                 or (after.pos_ == "ADJ" and after.head.i <= after.i)):
             out.append(" is" + token.whitespace_)
             fixed = True
