@@ -12,6 +12,7 @@ read tolerantly by `validate_turn_facts`). Pure and deterministic.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from .memory_talk import Intent, correction_parts
 from .memory_talk import detect as talk_request
@@ -63,6 +64,12 @@ def fact_reading(text: str) -> Fact | None:
     return Fact(**{**found[0].__dict__, "text": text}) if found else None
 
 
+@lru_cache(maxsize=8192)
+def meanings(text: str) -> frozenset[tuple[str, ...]]:
+    """Everything a fact text says, whatever its words (the meaning of each of its readings)."""
+    return frozenset(meaning(r) for r in read(text))
+
+
 def meaning(fact: Fact) -> tuple[str, ...]:
     """What a fact says, whatever its words: one value of an exclusive kind, or its kind, key, value
     and polarity."""
@@ -78,8 +85,8 @@ def same_meaning(first: str, second: str) -> bool:
     "User works as a pharmacist"); the same text always does."""
     if " ".join(first.lower().split()) == " ".join(second.lower().split()):
         return True
-    a, b = {meaning(r) for r in read(first)}, {meaning(r) for r in read(second)}
-    return bool(a) and a == b
+    a = meanings(first)
+    return bool(a) and a == meanings(second)
 
 
 # --- the model's extraction ----------------------------------------------------------------------

@@ -45,7 +45,9 @@ def parse_all(texts: Iterable[str]) -> list[Doc]:
     nlp = pipeline()
     with _lock:
         missing = list(dict.fromkeys(t for t in texts if t not in _cache))
-        for text, doc in zip(missing, nlp.pipe(missing, batch_size=64), strict=True):
+        # One text at a time costs less without pipe()'s batching machinery; many share one batch.
+        docs = [nlp(missing[0])] if len(missing) == 1 else nlp.pipe(missing, batch_size=64)
+        for text, doc in zip(missing, docs, strict=True):
             _cache[text] = doc
         found = []
         for text in texts:
@@ -54,3 +56,4 @@ def parse_all(texts: Iterable[str]) -> list[Doc]:
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
     return found
+

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.engine.language import parse
+from memory.engine.language import parse_all
 from memory.engine.long_term import normalise_fact
-from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, read
+from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, parts_of, read
 from memory.engine.text import clean_text, content_terms, is_question
 from memory.engine.wording import to_person
 
@@ -317,7 +317,15 @@ def denial(text: str) -> tuple[str, str] | None:
     Exeter" → ("Exeter", "Warwick"). None when it denies nothing by name. Read on the parse: the
     words after "not", and before it the name of the same kind (an entity of the same label, else
     the noun phrase that ends there)."""
-    doc = parse(clean_text(text))
+    docs = parse_all(parts_of(clean_text(text)))  # the reader's parses, cached
+    for doc, after in zip(docs, [*docs[1:], None], strict=True):
+        found = _denial_in(doc, after)
+        if found is not None:
+            return found
+    return None
+
+
+def _denial_in(doc, after_doc=None) -> tuple[str, str] | None:
     for token in doc:
         if token.lower_ != "not":
             continue
@@ -333,7 +341,7 @@ def denial(text: str) -> tuple[str, str] | None:
         old = " ".join(t.text for t in old_words)
         first = next((t for t in doc if not t.is_punct), None)
         if first is not None and first.i == token.i:  # "Not Warwick — Exeter"
-            rest = doc[old_words[-1].i + 1:]
+            rest = [t for t in doc[old_words[-1].i + 1:] if not t.is_punct] or list(after_doc or ())
             new_words = [t for t in rest if not t.is_punct][:4]
             new_words = new_words[:next((k for k, t in enumerate(new_words) if t.pos_ not in _NOUNISH),
                                         len(new_words))]

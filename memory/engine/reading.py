@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from . import lexicon as lx
 from .language import parse, parse_all
-from .text import clean_text
+from .text import clean_text, split_sentences
 
 if TYPE_CHECKING:
     from spacy.tokens import Span, Token
@@ -281,8 +281,8 @@ def _unasserted(clause: _Clause) -> str:
     if any(c.tag_ == "TO" and c.dep_ == "aux" for c in head.children) and head.tag_ == "VB":
         return "infinitive"  # "Priya wants us both to run the 10K": wanted, not done
     first = next((t for t in clause.tokens if not t.is_punct and t.dep_ != "advmod" or t.tag_ == "WRB"), None)
-    if first is not None and first.tag_ in ("WRB", "WP", "WDT") and first.i < head.i:
-        return "subordinate"  # "… exactly where my photos showed"
+    if first is not None and first.tag_ in ("WRB", "WP", "WDT") and first.i < head.i and not first.nbor().is_punct:
+        return "subordinate"  # "… exactly where my photos showed" (but "Guess what, I …")
     if head.tag_ == "VBG" and head.lower_ in _DISCOURSE and clause.subject is None:
         return "discourse"  # "Speaking of the hospital, …"
     if clause.subject is None and any(c.dep_ == "advmod" and c.lower_ in lx.SPECULATIVE | {"probably"}
@@ -888,6 +888,8 @@ def _passing(clause: _Clause, sent: Span) -> bool:
         return True
     if head.lemma_.lower() in lx.MOODS or head.lemma_.lower() in ("feel", "buzz"):
         return True
+    if _kind(clause, SELF):
+        return False  # "I'm working for Initech right now": a job, said now
     now = {t.lower_ for t in clause.tokens} & {"today", "tonight", "now", "currently", "moment"}
     return bool(now) and ("right" in {t.lower_ for t in clause.tokens} or now & {"today", "tonight"}) \
         and _tense(clause) == "present" and head.tag_ in ("VBP", "VBZ", "VBG")
@@ -1253,11 +1255,23 @@ def read_doc(doc) -> tuple[Reading, ...]:
 _PARTS = re.compile(r"\s+[—–-]+\s+|;\s+|:\s+|\s*\n+\s*")
 
 
+def parts_of(text: str) -> list[str]:
+    """A statement's parts as the reader reads them: its sentences, and what dashes, colons and
+    semicolons set apart in them, each read as a sentence of its own (and parsed once)."""
+    return _parts(text)
+
+
+@lru_cache(maxsize=8192)
+def _split(text: str) -> tuple[str, ...]:
+    parts = [p.strip() for sentence in split_sentences(normalise_statement(text))
+             for p in _PARTS.split(sentence) if p.strip()]
+    return tuple(p if p[-1] in ".!?…\"'”)" else p + "." for p in parts)
+
+
 def _parts(text: str) -> list[str]:
     """The text's parts, each ending as a sentence does: the parser reads "I enjoy running" without
     its full stop as a sentence whose verb is "running"."""
-    parts = [p.strip() for p in _PARTS.split(normalise_statement(text)) if p.strip()]
-    return [p if p[-1] in ".!?…\"'”)" else p + "." for p in parts]
+    return list(_split(text))
 
 
 def _repaired(doc) -> str:

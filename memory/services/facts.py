@@ -41,7 +41,7 @@ from memory.engine.facts import (
 from memory.engine.long_term import normalise_fact
 from memory.engine.model_output import pages_text
 from memory.engine.ports import ChatMessage, ModelError, VectorPoint
-from memory.engine.text import split_sentences
+from memory.engine.reading import parts_of
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_none, lock_user_state
@@ -221,8 +221,13 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
     points: list[VectorPoint] = []
     with transaction.atomic():
         lock_user_state(user_id)
+        # The current facts, read once for the page: each new one is looked for among them by meaning.
+        current = list(KnowledgeFact.objects.filter(user_id=user_id, valid_until__isnull=True).only(
+            "id", "text", "normalised", "source_page_ids", "source_ids"))
         for text in texts:
-            row = _fact_put(user_id, text=text, page=page, via=via, at=now)
+            row = _fact_put(user_id, text=text, page=page, via=via, at=now, current=current)
+            if row is not None:
+                current.append(row)
             if row is not None:
                 stored.append(row)
                 vector = by_text.get(text)
@@ -239,15 +244,17 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
     return changes
 
 
-def _fact_put(user_id: int, *, text: str, page: DialoguePage, via: str, at: datetime | None) -> KnowledgeFact | None:
-    """A new fact with its provenance, or None when it was known (the page joins its sources)."""
+def _fact_put(user_id: int, *, text: str, page: DialoguePage, via: str, at: datetime | None,
+              current: Sequence[KnowledgeFact] = ()) -> KnowledgeFact | None:
+    """A new fact with its provenance, or None when it was known (the page joins its sources).
+    `current`: the user's current facts, where one of the same meaning may be ("I'm a pharmacist"
+    after "I work as a pharmacist")."""
     normalised = normalise_fact(text)[:500]
     if not normalised:
         return None
     existing = KnowledgeFact.objects.select_for_update().filter(user_id=user_id, normalised=normalised).first()
-    if existing is None:  # one fact per meaning: "I'm a pharmacist" after "I work as a pharmacist"
-        existing = next((f for f in KnowledgeFact.objects.filter(user_id=user_id, valid_until__isnull=True)
-                         .only("id", "text", "source_page_ids", "source_ids") if same_meaning(f.text, text)), None)
+    if existing is None:
+        existing = next((f for f in current if same_meaning(f.text, text)), None)
     if existing is not None:
         sources = [str(p) for p in existing.source_page_ids or ()]
         if str(page.id) not in sources:
@@ -299,7 +306,7 @@ def _statement(row: KnowledgeFact) -> str:
             if row.source_page_ids else None)
     if page is None:
         return ""
-    chosen = [s for s in split_sentences(_told(page))
+    chosen = [s for s in parts_of(_statement_of(page))  # parsed already, as the reader split them
               if any(normalise_fact(f.text) == row.normalised for f in facts_of(s))]
     return " ".join(chosen)
 
