@@ -133,12 +133,12 @@ IDENTITY = _words("name call nickname birthday age old gender pronoun")
 NON_FACT_VERBS = _words("""
 think guess reckon believe suppose wonder know mean understand see hope wish want need try remember forget
 agree say tell ask thank appreciate mind bet assume imagine figure realise realize notice let check look wait hear
-wonder
+wonder trust
 """)
 # How a clause says it is not sure of itself, or would rather not be taken at its word.
 HEDGE_HEADS = _words("think guess reckon believe suppose bet figure say feel swear admit know")
 SURE_WORDS = _words("sure certain positive convinced confident")
-WISH_VERBS = _words("hope wish dream daydream want fantasize fantasise imagine consider pray")
+WISH_VERBS = _words("hope wish dream daydream want fantasize fantasise imagine consider")
 # Verbs that report what someone else holds true ("my mum says I'm stubborn").
 REPORTING = _words("say think tell reckon believe claim insist mention assume joke complain announce feel reckon keep")
 SPECULATIVE = _words("maybe perhaps someday possibly hopefully ideally")
@@ -163,4 +163,9 @@ PAST_MARKERS = _words("used childhood kid child ago formerly previously once")
 GROUPS = _words("""
 club group team class classes gym band choir community league course workshop program programme society circle
 meetup forum movement cause party crew squad platform tournament server guild
+""")
+# What a person asks the assistant to do, said in the verb's bare form ("set a reminder for 5pm").
+REQUEST_VERBS = _words("""
+set remind book add schedule call text send find show tell give write make translate explain plan suggest recommend
+check help play list summarise summarize draft compose create generate describe cancel order
 """)

@@ -104,9 +104,15 @@ def _asks(sent: Span) -> bool:
     words = [t for t in sent if not t.is_punct and not t.is_space]
     if not words:
         return False
-    if sent.text.rstrip().endswith("?") or sent.text.lower().lstrip().startswith(("any idea", "anyone know")):
-        return True
     first = words[0]
+    if sent.text.lower().lstrip().startswith(("any idea", "anyone know")):
+        return True
+    if sent.text.rstrip().endswith("?"):
+        # "I'm sort of a freelance translator?", "You remember I'm left-handed, yeah?": the speaker's
+        # own words said with a rising voice state; a question asks with a wh-word or comes first with its verb
+        declarative = first.lower_ not in _WH and first.pos_ not in ("AUX", "VERB") and any(
+            t.lower_ in ("i", "i'm", "my") for t in words)
+        return not declarative
     if first.lower_ in _WH and first.tag_ in ("WDT", "WP", "WP$", "WRB") and not any(t.dep_ == "relcl" for t in sent):
         return first.head.dep_ == "ROOT" or first.dep_ in ("advmod", "attr", "nsubj", "dobj")
     if first.pos_ == "AUX" and len(words) > 1 and words[1].dep_ in _SUBJECTS and first.i < words[1].i:
@@ -207,7 +213,7 @@ def _whose(clause: _Clause, sent: Span) -> str | None:
         while head.dep_ == "conj" and head.head.i != head.i and _subject_of(head.head) is None:
             head = head.head  # "Born and bred in Cork": the first verb's
         first = next((t for t in sent if not t.is_punct and t.lower_ not in _DROP_LEADS
-                      and t.dep_ not in ("neg", "det", "advmod")), None)
+                      and t.dep_ not in ("neg", "det", "advmod", "aux", "auxpass")), None)
         if first is None or first.i < head.i - 1:
             return None
         if head.pos_ in ("VERB", "AUX"):
@@ -302,7 +308,12 @@ def _unasserted(clause: _Clause) -> str:
     if head.lemma_.lower() in ("think", "consider", "plan") and head.tag_ == "VBG":
         return "wish"  # "I'm thinking about moving"
     governor = _governed_by(clause)
-    if governor is not None and clause.head.dep_ == "ccomp" and governor.lemma_.lower() in lx.REPORTING:
+    wishing = lx.WISH_VERBS | {"say", "suppose", "pretend"}
+    if governor is not None and clause.head.dep_ == "ccomp" and governor.lemma_.lower() in wishing \
+            and governor.lower_ == governor.lemma_.lower() and _subject_of(governor) is None:
+        return "wish"  # "Wish I was a pilot", "Say I quit my job tomorrow"
+    if governor is not None and clause.head.dep_ == "ccomp" and governor.lemma_.lower() in lx.REPORTING \
+            and clause.head.i > governor.i:
         speaker = _subject_of(governor)
         if speaker is not None and speaker.lower_ not in ("i", "we", "you"):  # "you could say I'm …" hedges
             return "reported"  # "My mum says I'm stubborn"
@@ -871,8 +882,9 @@ _REQUESTS = frozenset({"please", "pls", "plz"})
 def _imperative(clause: _Clause) -> bool:
     """ "Give me five ideas", "Translate this, please": a request, not a statement."""
     head = clause.head
-    if clause.subject is None and head.tag_ == "VB" and head.lemma_.lower() not in lx.PREFERENCE_VERBS and not any(
-            c.dep_ == "aux" for c in head.children):
+    bare = head.lower_ == head.lemma_.lower()  # "set a reminder", not "Got an iPhone" the tagger took for one
+    if clause.subject is None and bare and head.lemma_.lower() not in lx.PREFERENCE_VERBS and not any(
+            c.dep_ == "aux" for c in head.children) and (head.tag_ == "VB" or head.lemma_.lower() in lx.REQUEST_VERBS):
         return True  # a bare verb with no subject: a request, or the rest of a "what I'd do" (never a statement)
     if clause.subject is not None or head.tag_ != "VB" or head.dep_ != "ROOT":
         return False
@@ -884,12 +896,18 @@ def _imperative(clause: _Clause) -> bool:
 def _passing(clause: _Clause, sent: Span) -> bool:
     """A mood or a moment ("I'm so tired today", "starving right now"), not what they are."""
     head = clause.head
-    if any(c.dep_ in ("acomp", "attr") and c.lemma_.lower() in lx.MOODS for c in head.children):
+    if any(c.dep_ in ("acomp", "attr") and (c.lemma_.lower() in lx.MOODS or c.lower_ in lx.MOODS)
+           for c in head.children):
         return True
     if head.lemma_.lower() in lx.MOODS or head.lemma_.lower() in ("feel", "buzz"):
         return True
     if _kind(clause, SELF):
         return False  # "I'm working for Initech right now": a job, said now
+    words = {t.lower_ for t in sent}
+    if _tense(clause) == "past" and words & {"today", "tonight", "rn", "morning"} and not _entities(clause, "DATE"):
+        return True  # "woke up late, spilled coffee on my shirt": the day's news
+    if words & {"rn", "atm"}:
+        return True
     now = {t.lower_ for t in clause.tokens} & {"today", "tonight", "now", "currently", "moment"}
     return bool(now) and ("right" in {t.lower_ for t in clause.tokens} or now & {"today", "tonight"}) \
         and _tense(clause) == "present" and head.tag_ in ("VBP", "VBZ", "VBG")
@@ -945,8 +963,8 @@ def _read_clause(clause: _Clause, sent: Span) -> Iterator[Reading]:
     if ending is not None:
         yield ending
         return
-    if {t.lower_ for t in clause.tokens} & _REQUESTS:
-        return
+    if {t.lower_ for t in clause.tokens} & _REQUESTS and (clause.subject is None or clause.subject.lower_ == "you"):
+        return  # "… please" asked of the assistant; "no spicy food for me please, I can't handle chilli" states
     whose = _whose(clause, sent)
     direct = whose is not None
     if whose is None and _mentions_self(clause):
@@ -1199,6 +1217,8 @@ def _identity(sent: Span) -> Iterator[Reading]:
     """A name ("I'm Marguerite", "my name's Bart", "call me Kenji") and an age ("I'm 34")."""
     for token in sent:
         name = None
+        if sent[0].lemma_.lower() in lx.REQUEST_VERBS and sent[0].lower_ == sent[0].lemma_.lower():
+            return  # "explain compound interest like I'm 10"
         if token.lemma_ == "be" and _subject_of(token) is not None and _subject_of(token).lower_ == "i":
             attr = next((c for c in token.children if c.dep_ == "attr"), None)
             if attr is not None and attr.pos_ == "PROPN" and attr.ent_type_ in ("PERSON", ""):
@@ -1239,7 +1259,12 @@ def read_doc(doc) -> tuple[Reading, ...]:
             continue
         named = {r.slot for r in people}
         said = {r.text.lower() for r in people}
-        for clause in clauses(sent):
+        parts = clauses(sent)
+        asked = next((c.head for c in parts if c.head.dep_ == "ROOT" and _imperative(c)
+                      and c.head.lemma_.lower() in lx.REQUEST_VERBS), None)
+        for clause in parts:
+            if asked is not None and clause.head.i > asked.i and asked in clause.head.ancestors:
+                continue  # "explain compound interest like I'm 10": what a request says is no statement
             for reading in _read_clause(clause, sent):
                 if reading.slot in named and reading.slot in ("pet", "partner") and reading.subject == SELF \
                         and clause.head.lemma_ in ("call", "name", "have", "get", "adopt"):
@@ -1247,7 +1272,53 @@ def read_doc(doc) -> tuple[Reading, ...]:
                 if reading.text.lower() in said:
                     continue
                 found.setdefault((reading.text.lower(), reading.slot), reading)
+        if not any(r.clause and r.clause in sent.text for r in found.values()):
+            mentioned = _mentioned(sent)
+            if mentioned is not None:
+                found.setdefault((mentioned.text.lower(), mentioned.slot), mentioned)
     return tuple(found.values())
+
+
+# Kinds that a word alone is enough to tell, in a sentence the parse could not read into a clause.
+_TOLD_BY_A_WORD = (("allergy", lx.ALLERGY), ("health", lx.HEALTH), ("diet", frozenset(lx.DIET_LABELS) | lx.DIET),
+                   ("pet", lx.PET_SPECIES), ("family", lx.RELATIONS), ("language", lx.LANGUAGE - {"speak", "native"}),
+                   ("activity", lx.HOBBY), ("education", lx.EDUCATION), ("work", lx.OCCUPATIONS))
+_OTHER_PEOPLE = frozenset({"he", "she", "they", "him", "her", "them", "his", "their", "you", "your"})
+
+
+def _mentioned(sent: Span) -> Reading | None:
+    """A sentence the clauses missed, as chat writes them ("penicillin allergy fyi", "asthma since i was
+    a kid lol", "I am having diabetes type 2 since 2019"): kept in the person's words when it speaks of
+    the person (first person, or no subject at all), asserts nothing it should not (no question, wish,
+    condition, mood or request), says nothing of anyone else, and holds a word of a kind one word tells."""
+    words = [t for t in sent if not t.is_punct and not t.is_space]
+    lowered = {t.lower_ for t in words}
+    if not words or _asks(sent) or len(words) > 30 or lowered & (_OTHER_PEOPLE | _REQUESTS | lx.SPECULATIVE):
+        return None
+    own = lowered & {"i", "i'm", "my", "me", "myself", "we", "our", "us"}
+    subjects = [t for t in words if t.dep_ in _SUBJECTS and t.lower_ not in _PRONOUNS_SELF]
+    people = lx.RELATIONS | lx.PARTNERS | lx.OTHERS | lx.OCCUPATIONS
+    owners = [o for t in subjects for o in t.subtree if o.dep_ == "poss" and o.lemma_.lower() in lx.OTHERS]
+    if not own and subjects or owners or any(t.ent_type_ == "PERSON" or t.lemma_.lower() in people for t in subjects):
+        return None  # "my cousin got into Oxford", "my neighbour's dog died": their news
+    for clause in clauses(sent):
+        if _unasserted(clause) or _passing(clause, sent) or _imperative(clause) or (
+                _tense(clause) == "future" and not _entities(clause, "DATE", "TIME")):
+            return None
+    lemmas = {t.lemma_.lower() for t in words} | lowered
+    slot = next((kind for kind, vocabulary in _TOLD_BY_A_WORD if lemmas & vocabulary), "")
+    if not slot:
+        return None
+    start = next((t for t in words if t.lower_ not in _DROP_LEADS), None)
+    said = sent.doc[start.i:sent.end].text.strip(" .!,") if start is not None else ""
+    said = re.sub(r"\b(?:i|I)\b", "User", re.sub(r"\b(?:my|My|our|Our)\b", "their", said.strip()))
+    said = re.sub(r"\b(?:me|us|myself)\b", "User", said)
+    if len(said.split()) < 1:
+        return None
+    # No value: a mention in the person's words is found and answered, never compared as a claim.
+    return Reading(subject=SELF, slot=slot, key=" ".join(sorted(lemmas & next(v for k, v in _TOLD_BY_A_WORD
+                                                                            if k == slot)))[:80],
+                   negated=bool(lowered & _NEGATIONS), text=f"User mentioned: {said}", clause=sent.text)
 
 
 # Where chat runs two thoughts together without a full stop: each part is parsed on its own, so
