@@ -23,6 +23,7 @@ from django.conf import settings  # noqa: E402
 
 from memory.adapters.configured import adapters_warm_up_in_background  # noqa: E402
 from memory.runtime.due_work import due_work_start_in_background  # noqa: E402
+from memory.services.facts import fact_reader_warm_up  # noqa: E402
 from memory.web.mcp import McpHttpApp, is_mcp_path  # noqa: E402
 from memory.web.openai_api import OpenAIApp, is_openai_path  # noqa: E402
 from memory.web.routing import websocket_urlpatterns  # noqa: E402
@@ -51,6 +52,6 @@ application = ProtocolTypeRouter(
 )
 
 if settings.MEMORYOS_WARMUP:
-    adapters_warm_up_in_background()
+    adapters_warm_up_in_background(also=[fact_reader_warm_up])
 if settings.MEMORYOS_DUE_WORK and settings.MEMORYOS["MAINTENANCE_MODE"] != "off":
     due_work_start_in_background(interval_s=settings.MEMORYOS_DUE_WORK_INTERVAL_S)

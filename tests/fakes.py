@@ -70,6 +70,7 @@ class FakeEmbedder:
     """The Embedder port without a model: deterministic across processes, well under a millisecond a text."""
 
     name = FAKE_EMBEDDER_NAME
+    semantic = False  # its vectors carry words, not meaning: nothing judges a statement by them
 
     def __init__(self, dimension: int = FAKE_DIMENSION) -> None:
         if dimension < 8:

@@ -14,7 +14,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from django.conf import settings
@@ -104,14 +104,17 @@ _warm_up_state = "off"
 _warm_up_done = threading.Event()
 
 
-def adapters_warm_up() -> None:
+def adapters_warm_up(also: Sequence[Callable[[], object]] = ()) -> None:
     """Build the embedder and the vector index and embed one text, so that the first turn after a
-    start does not wait for them (MiniLM loads and is exported to ONNX: seconds)."""
+    start does not wait for them (MiniLM loads and is exported to ONNX: seconds); then whatever
+    `also` names that uses them (the fact reader's pipeline and examples)."""
     global _warm_up_state
     started = time.perf_counter()
     try:
         embedder().embed(["warm-up"])
         vector_index()
+        for step in also:
+            step()
         _warm_up_state = "ready"
         log.info("event=adapters_warm seconds=%.1f", time.perf_counter() - started)
     except Exception:  # a turn will try again, and say what failed
@@ -121,13 +124,13 @@ def adapters_warm_up() -> None:
         _warm_up_done.set()
 
 
-def adapters_warm_up_in_background() -> threading.Thread:
+def adapters_warm_up_in_background(also: Sequence[Callable[[], object]] = ()) -> threading.Thread:
     """Start the warm-up on a thread of its own: the server answers pages meanwhile, and a turn that
     comes early waits for the adapters being built (the build lock) instead of building them twice."""
     global _warm_up_state
     _warm_up_state = "loading"
     _warm_up_done.clear()
-    thread = threading.Thread(target=adapters_warm_up, name="adapters-warm-up", daemon=True)
+    thread = threading.Thread(target=adapters_warm_up, kwargs={"also": also}, name="adapters-warm-up", daemon=True)
     thread.start()
     return thread
 

@@ -20,6 +20,9 @@ must hold one of `answer_any` and none of `answer_none`. Change and correction s
 recall of the change; non-changes measure that nothing was changed.
 
 `--engine` reads the statements with the offline reader alone (no database, no turn): capture only.
+The reader's judgement by meaning (memory/engine/judging.py) compares statements with the tune,
+dev2 and dev3 halves' statements: on those halves its figures are in-sample; the fresh half is the
+one none of it has seen.
 A turn that raises, or a file that is not well formed, is an error: the command fails and reports
 no rate.
 """
@@ -153,11 +156,13 @@ def run_changes(env, scripts: Sequence[dict[str, Any]], *, label: str, show: boo
 
 
 def engine_statements(statements: Sequence[dict[str, Any]]) -> list[dict]:
-    """The statements read by the offline reader alone (memory/engine/facts.py facts_of)."""
+    """The statements read by the offline reader alone (its parse, and its judgement by meaning:
+    memory/services/facts.py facts_judged_offline), no turn, no database."""
     from memory.engine.facts import facts_of_all, statement_in
+    from memory.services.facts import facts_judged_offline
 
-    read = facts_of_all(statement_in(entry["text"]) for entry in statements)
-    return [_statement_check(entry, [f.text for f in found]) for entry, found in zip(statements, read, strict=True)]
+    facts_of_all(statement_in(entry["text"]) for entry in statements)  # parsed in one batch
+    return [_statement_check(entry, facts_judged_offline(statement_in(entry["text"]))) for entry in statements]
 
 
 def _rate(part: int, whole: int) -> float | None:

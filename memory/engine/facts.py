@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from .judging import STATES, STATES_NOTHING
 from .memory_talk import Intent, correction_parts
 from .memory_talk import detect as talk_request
-from .reading import EXCLUSIVE_SLOTS, Reading, read, read_all
+from .reading import EXCLUSIVE_SLOTS, Reading, mention_of, read, read_all
 
 # What a fact is: the reading of one clause.
 Fact = Reading
@@ -41,6 +42,22 @@ def said_by_person(query: str, utterances: Sequence[Mapping] = ()) -> str:
         if any(words):
             return " ".join(words)
     return query
+
+
+def judged_facts(text: str, likelihood: float | None) -> list[Fact]:
+    """The facts of a statement, with the judgement by meaning (memory/engine/judging.py) where
+    the parse has no answer of its own: a statement the clauses read nothing in, that means a fact,
+    is kept in the person's words; one whose only readings are of no kind, that means none, is not
+    kept. `likelihood` None: the parse alone."""
+    found = facts_of(text)
+    if likelihood is None:
+        return found
+    if not found and likelihood >= STATES:
+        mention = mention_of(text)
+        return [mention] if mention is not None else []
+    if found and likelihood <= STATES_NOTHING and all(f.slot == "other" for f in found):
+        return []
+    return found
 
 
 def statement_in(message: str) -> str:

@@ -231,14 +231,17 @@ def _whose(clause: _Clause, sent: Span) -> str | None:
         return relation if subject.lemma_.lower() not in lx.PARTNERS or relation else SELF
     if _possessor(subject) is not None and _possessor(subject).lower_ in ("my", "our"):
         return SELF  # "my hobby", "my flight", "my first language"
-    if subject.lemma_.lower() in _OWN_NOUNS and not any(c.dep_ in ("det", "poss") for c in subject.children):
-        return SELF  # "Home's a farmhouse", "Birthday's in May"
+    if (subject.lemma_.lower() in _OWN_NOUNS or any(c.lower_ in ("favourite", "favorite", "fave")
+                                                    for c in subject.children)) \
+            and not any(c.dep_ in ("det", "poss") for c in subject.children):
+        return SELF  # "Home's a farmhouse", "Birthday's in May", "Favourite colour is green"
     return None
 
 
 # Nouns that, said without an owner, are the speaker's own: "Home's a farmhouse".
 _OWN_NOUNS = frozenset({"home", "birthday", "name", "job", "hobby", "diet", "commute", "flight", "surgery",
-                        "appointment", "interview", "exam", "wedding"})
+                        "appointment", "interview", "exam", "wedding", "thesis", "defense", "defence", "operation",
+                        "shift", "rota", "mortgage", "rent", "contract"})
 
 
 # Verbs by which a thing (not a person) says something of the speaker: "gluten is off the table for
@@ -1130,6 +1133,9 @@ def _named(token: Token) -> Token | None:
         return token.head
     if token.dep_ == "attr" and any(c.dep_ == "case" for c in token.children):
         return None  # "Shelby was my grandad's": whose, not who
+    nxt = token.nbor() if token.i + 1 < len(token.doc) else None
+    if nxt is not None and nxt.pos_ == "PROPN" and nxt.ent_type_ not in ("GPE", "LOC", "DATE", "ORG", "NORP"):
+        return nxt  # "my partner Sam is …", "my fiancé Julien stays …", however the parser hung the name
     for child in token.children:
         if child.dep_ in ("appos", "npadvmod", "compound") and child.pos_ == "PROPN" and child.i > token.i:
             return child
@@ -1228,7 +1234,8 @@ def _identity(sent: Span) -> Iterator[Reading]:
                 years = attr.text
                 yield Reading(subject=SELF, slot="age", value=years, text=f"User is {years}", clause=sent.text)
         if token.lemma_ == "call" and any(c.lower_ == "me" for c in token.children):
-            name = next((c for c in token.children if c.pos_ == "PROPN" and c.i > token.i), None)
+            me = next(c for c in token.children if c.lower_ == "me")
+            name = next((t for t in token.doc[me.i + 1:me.i + 3] if t.is_title and not t.is_punct), None)
         if token.lemma_ == "name" and _possessor(token) is not None and _possessor(token).lower_ == "my":
             name = next((t for t in sent.doc[token.i + 1:token.i + 4] if t.pos_ == "PROPN"), None)
         if name is not None:
@@ -1286,7 +1293,7 @@ _TOLD_BY_A_WORD = (("allergy", lx.ALLERGY), ("health", lx.HEALTH), ("diet", froz
 _OTHER_PEOPLE = frozenset({"he", "she", "they", "him", "her", "them", "his", "their", "you", "your"})
 
 
-def _mentioned(sent: Span) -> Reading | None:
+def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
     """A sentence the clauses missed, as chat writes them ("penicillin allergy fyi", "asthma since i was
     a kid lol", "I am having diabetes type 2 since 2019"): kept in the person's words when it speaks of
     the person (first person, or no subject at all), asserts nothing it should not (no question, wish,
@@ -1299,7 +1306,8 @@ def _mentioned(sent: Span) -> Reading | None:
     subjects = [t for t in words if t.dep_ in _SUBJECTS and t.lower_ not in _PRONOUNS_SELF]
     people = lx.RELATIONS | lx.PARTNERS | lx.OTHERS | lx.OCCUPATIONS
     owners = [o for t in subjects for o in t.subtree if o.dep_ == "poss" and o.lemma_.lower() in lx.OTHERS]
-    if not own and subjects or owners or any(t.ent_type_ == "PERSON" or t.lemma_.lower() in people for t in subjects):
+    if not own and subjects and by_word or owners or any(t.ent_type_ == "PERSON" or t.lemma_.lower() in people
+                                                         for t in subjects):
         return None  # "my cousin got into Oxford", "my neighbour's dog died": their news
     for clause in clauses(sent):
         if _unasserted(clause) or _passing(clause, sent) or _imperative(clause) or (
@@ -1307,7 +1315,7 @@ def _mentioned(sent: Span) -> Reading | None:
             return None
     lemmas = {t.lemma_.lower() for t in words} | lowered
     slot = next((kind for kind, vocabulary in _TOLD_BY_A_WORD if lemmas & vocabulary), "")
-    if not slot:
+    if not slot and by_word:
         return None
     start = next((t for t in words if t.lower_ not in _DROP_LEADS), None)
     said = sent.doc[start.i:sent.end].text.strip(" .!,") if start is not None else ""
@@ -1316,8 +1324,8 @@ def _mentioned(sent: Span) -> Reading | None:
     if len(said.split()) < 1:
         return None
     # No value: a mention in the person's words is found and answered, never compared as a claim.
-    return Reading(subject=SELF, slot=slot, key=" ".join(sorted(lemmas & next(v for k, v in _TOLD_BY_A_WORD
-                                                                            if k == slot)))[:80],
+    vocabulary = next((v for k, v in _TOLD_BY_A_WORD if k == slot), frozenset())
+    return Reading(subject=SELF, slot=slot or "other", key=" ".join(sorted(lemmas & vocabulary))[:80],
                    negated=bool(lowered & _NEGATIONS), text=f"User mentioned: {said}", clause=sent.text)
 
 
@@ -1374,6 +1382,18 @@ def read(text: str) -> tuple[Reading, ...]:
     # "Sorry, that was autocorrect — my mum's name is Rita": a change word anywhere speaks for every part
     changed = any({t.lemma_.lower() for t in doc} & lx.CHANGE_WORDS for doc in docs)
     return tuple(replace(r, change=r.change or changed) for r in found.values())
+
+
+def mention_of(text: str) -> Reading | None:
+    """The person's own words, where they speak of the person and assert something (no question,
+    wish, condition, request, mood or someone else's news): what a message holds that the clauses
+    could not read, for a judgement by meaning to keep (memory/engine/facts.py judged_facts)."""
+    said = [m for doc in parse_all(_parts(text)) for sent in doc.sents
+            if (m := _mentioned(sent, by_word=False)) is not None]
+    if not said:
+        return None
+    return replace(said[0], text="User mentioned: " + " ".join(m.text.removeprefix("User mentioned: ") for m in said),
+                   clause=text)
 
 
 def read_all(texts: Iterable[str]) -> list[tuple[Reading, ...]]:

@@ -18,7 +18,9 @@ the person a notice with an undo (`fact_change_undo`).
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,11 +35,13 @@ from memory.engine.facts import (
     TURN_FACTS_PROMPT,
     facts_of,
     facts_of_all,
+    judged_facts,
     said_by_person,
     same_meaning,
     statement_in,
     validate_turn_facts,
 )
+from memory.engine.judging import Examples, example_statements, examples_of, fact_likelihood
 from memory.engine.long_term import normalise_fact
 from memory.engine.model_output import pages_text
 from memory.engine.ports import ChatMessage, ModelError, VectorPoint
@@ -127,21 +131,80 @@ def _model_facts(user_id: int, text: str) -> list[str] | None:
         return None
 
 
-def facts_read(*, user_id: int, text: str) -> tuple[list[str], str]:
-    """The fact texts a message states and how they were read ("model" or "offline")."""
+def facts_read(*, user_id: int, text: str, judge: bool = True) -> tuple[list[str], str]:
+    """The fact texts a message states and how they were read ("model" or "offline"). `judge`:
+    the offline reader has the message's meaning judged too (facts_judged_offline)."""
     found = _model_facts(user_id, text)
     if found is not None:
         return found, "model"
-    return list(dict.fromkeys(fact.text for fact in facts_of(text))), "offline"
+    return facts_judged_offline(text, judge=judge), "offline"
 
 
-def facts_to_note(*, user_id: int, message: str, known: Sequence[str]) -> list[str]:
+def facts_judged_offline(text: str, *, vector: Sequence[float] | None = None, judge: bool = True) -> list[str]:
+    """The offline reader's facts of a message: the parse, with the judgement by meaning where the
+    parse has no answer (memory/engine/facts.py judged_facts; MEMORYOS["FACTS_JUDGED"], default on)."""
+    likelihood = likelihood_of(text, vector) if judge and _facts_judged() else None
+    return list(dict.fromkeys(f.text for f in judged_facts(text, likelihood)))
+
+
+def _facts_judged() -> bool:
+    return bool(settings.MEMORYOS.get("FACTS_JUDGED", True))
+
+
+_likelihoods: OrderedDict[str, float | None] = OrderedDict()
+_LIKELIHOODS_KEPT = 4096
+
+
+@functools.cache
+def _examples(embedder_name: str) -> Examples | None:
+    """The labelled statements embedded once per process by the configured embedder (a fake one,
+    which carries no meaning, has none)."""
+    embedder = configured.embedder()
+    if not getattr(embedder, "semantic", True):
+        return None
+    statements = example_statements()
+    vectors = embed_or_none([text for text, _ in statements])
+    return examples_of(vectors, [fact for _, fact in statements]) if vectors else None
+
+
+def fact_reader_warm_up() -> None:
+    """Load the reader's language pipeline and embed its labelled statements (a few seconds), so
+    that the first turn after a start does not wait for them."""
+    facts_of("I live in Porto.")
+    _examples(str(getattr(configured.embedder(), "name", "")))
+
+
+def likelihood_of(text: str, vector: Sequence[float] | None = None) -> float | None:
+    """How likely a message states a fact about the person, by its meaning (memory/engine/judging.py);
+    None when no example is near or the embedder fails. Kept per text: the reply's reading and the
+    work after it ask once."""
+    if text in _likelihoods:
+        return _likelihoods[text]
+    examples = _examples(str(getattr(configured.embedder(), "name", "")))
+    if examples is None:
+        return None
+    if vector is None:
+        vectors = embed_or_none([text])
+        if not vectors:
+            return None
+        vector = vectors[0]
+    found = fact_likelihood(vector, examples)
+    _likelihoods[text] = found
+    while len(_likelihoods) > _LIKELIHOODS_KEPT:
+        _likelihoods.popitem(last=False)
+    return found
+
+
+def facts_to_note(*, user_id: int, message: str, known: Sequence[str],
+                  vector: Sequence[float] | None = None) -> list[str]:
     """The facts the offline reader will store for this message (those `known` does not say
-    already): what a reply may say it remembers. Empty when a model reads the facts."""
+    already): what a reply may say it remembers. Empty when a model reads the facts. `vector`: the
+    message's, when the turn has it (the recall's query vector)."""
     statement = statement_in(message)
     if not statement or facts_read_by_model():
         return []
-    return list(dict.fromkeys(f.text for f in facts_of(statement) if not any(same_meaning(f.text, k) for k in known)))
+    found = facts_judged_offline(statement, vector=vector if statement == message else None)
+    return [text for text in found if not any(same_meaning(text, k) for k in known)]
 
 
 FactListener = Callable[..., None]  # (*, user_id: int, page_id: str, changes: list[FactChange]) -> None
@@ -180,8 +243,10 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
     # import's batch of pages costs one embedding call, not one a page.
     statements = {page.pk: _statement_of(page) for page in pages}
     facts_of_all(s for s in statements.values() if s)  # parsed in one batch
-    read = {page.pk: facts_read(user_id=user_id, text=statements[page.pk]) if statements[page.pk] else ([], "offline")
-            for page in pages}
+    # An imported history's pages (they carry utterances) are read by the parse alone: judging
+    # each by its meaning would embed it once more.
+    read = {page.pk: facts_read(user_id=user_id, text=statements[page.pk], judge=not page.utterances)
+            if statements[page.pk] else ([], "offline") for page in pages}
     vectors = _vectors_of_new(user_id, [text for texts, _ in read.values() for text in texts])
     changes: list[FactChange] = []
     for page in pages:
@@ -213,7 +278,7 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
     statement = _statement_of(page)
     if not statement:
         return []
-    texts, via = read if read is not None else facts_read(user_id=user_id, text=statement)
+    texts, via = read if read is not None else facts_read(user_id=user_id, text=statement, judge=not page.utterances)
     if not texts:
         return []
     by_text = vectors if vectors is not None else _vectors_of_new(user_id, texts)

@@ -272,8 +272,6 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     # reply answers from it, and a model's prompt carries it, current facts first.
     known = _known_facts(user)
     in_prompt = known if configured.chat_model() is not None else []
-    noted = facts_to_note(user_id=user.pk, message=page.query,
-                          known=[f.text for f in known if f.valid_until is None]) if talk is None else []
 
     def prompt_for(items: list[RecalledItem]) -> Prompt:
         return assemble_prompt(query=page.query + attachment_prompt_text(attached),
@@ -287,6 +285,8 @@ def _prepare(*, user, message: str, sona: Sona | None, policy: str | None,
     query_vector = None
     if embedding is not None and embedding.done() and embedding.exception() is None:
         query_vector = embedding.result()[0]
+    noted = facts_to_note(user_id=user.pk, message=page.query, known=[f.text for f in known if f.valid_until is None],
+                          vector=query_vector) if talk is None else []
     return PreparedTurn(user=user, sona=sona, page=page, recall=recall, prompt=prompt, files=attached,
                         query_vector=query_vector, facts=known, noted=noted,
                         talk_reply=talk.text if talk is not None else None)
