@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.engine.language import parse_all
+from memory.engine.language import parse, parse_all
 from memory.engine.long_term import normalise_fact
-from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, parts_of, read
+from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, normalise_statement, parts_of, read
 from memory.engine.text import clean_text, content_terms, is_question
 from memory.engine.wording import to_person
 
@@ -69,7 +69,8 @@ _WHY = re.compile(
 # "No, my dog is called Rex, not Max", "Actually, it's the 16th", "Sorry, I meant Porto": a correction
 # when it contradicts a memory (the service decides), an ordinary message otherwise.
 _SOFT_CORRECT = re.compile(
-    r"^\s*(?:(?:no|nope|nah|actually|oops|sorry|wait)\b\s*[,.!:;–—-]*\s*)+(?:I\s+meant\s+|I\s+mean\s+)?"
+    r"^\s*(?:(?:no|nope|nah|actually|oops|sorry|wait|scratch that|my bad|correction|let me fix that|ugh)\b"
+    r"\s*[,.!:;–—-]*\s*)+(?:I\s+meant\s+|I\s+mean\s+)?"
     r"(?P<target>.+?)\s*[.!]*\s*$|^\s*I\s+meant\s+(?P<target2>.+?)\s*[.!]*\s*$", re.I)
 _UNDO = re.compile(r"^\s*(?:please\s+)?(?:undo(?: that| it| the (?:last )?(?:change|correction))?|put it back)"
                    r"\s*[.!]*\s*$", re.I)
@@ -100,6 +101,12 @@ def detect(message: str) -> Request | None:
             return Request(Intent.CORRECT, target, soft=True)
     if not is_question(text) and re.search(r"\bnot\b", text, re.I) and says_correction(text) and denial(text):
         return Request(Intent.CORRECT, text, soft=True)  # "Camille's in Quebec City, not Montreal"
+    words = {w.lower() for w in re.findall(r"[A-Za-z']+", text)}
+    if re.match(r"\s*(?:it'?s|it is)\b", text, re.I) and words & _CORRECTION_WORDS:
+        return Request(Intent.CORRECT, text, soft=True)  # "it's actually Rocco, autocorrect"
+    meant = re.search(r"\bI\s+meant\s+(?!to\b)(?P<target>.+?)\s*[.!]*\s*$", text, re.I)
+    if meant:  # "I said economics? I meant statistics"
+        return Request(Intent.CORRECT, meant.group("target"), soft=True)
     return None
 
 
@@ -376,6 +383,59 @@ def says_correction(text: str) -> bool:
     "X, not Y" can be nothing else."""
     words = [w.lower() for w in re.findall(r"[A-Za-z']+", text)]
     return bool(set(words) & _CORRECTION_WORDS) or len(words) <= 12
+
+
+def given_value(text: str):
+    """The value a correction gives, read on the parse: what "it's" or "I meant" names ("it's Khloe
+    with a K" → Khloe, "I meant statistics" → statistics, "it's July 12" → July 12), else its first
+    name, number or date. None when it names nothing."""
+    for doc in parse_all(parts_of(clean_text(text))):
+        first = next((t for t in doc if not t.is_punct), None)
+        if first is not None and first.pos_ in ("PROPN", "NOUN", "NUM"):
+            return _value_span(first)  # "I meant statistics, economics was …"
+        for token in doc:
+            if token.dep_ in ("attr", "dobj", "oprd") and (token.head.lemma_ in ("be", "mean") or token.head.lower_ in (
+                    "'s", "is")) and token.pos_ in ("PROPN", "NOUN", "NUM"):
+                return _value_span(token)
+        found = next((t for t in doc if t.pos_ in ("PROPN", "NUM") and t.lower_ not in ("i", "sorry")), None)
+        if found is not None:
+            return _value_span(found)
+    return None
+
+
+def _value_span(token):
+    """A value with its name or date around it ("July 12", "Quebec City", "Baldur's Gate 3")."""
+    doc = token.doc
+    for entity in doc.ents:
+        if entity.start <= token.i < entity.end:
+            return entity
+    start = min([token.i, *[c.i for c in token.children if c.dep_ in ("compound", "nummod", "amod")]])
+    return doc[start:token.i + 1]
+
+
+_NAMES = frozenset({"PERSON", "GPE", "LOC", "ORG", "NORP", "FAC", "PRODUCT", "WORK_OF_ART"})
+
+
+def replace_given(fact: str, given) -> str:
+    """A fact with the value of the same kind as `given` replaced by it ("Chloe is User's daughter",
+    Khloe → "Khloe is User's daughter"; "User's birthday is June 12", July 12 → "… is July 12"); ""
+    when the fact holds no value of that kind."""
+    doc = parse(normalise_statement(fact))
+    label = given.label_ if hasattr(given, "label_") else given.root.ent_type_
+    same = [e for e in doc.ents if label and e.label_ == label]
+    if not same and label in _NAMES:  # the tagger calls one name a person, another a place
+        same = [e for e in doc.ents if e.label_ in _NAMES]
+    if not same:
+        kind = given.root.pos_ if hasattr(given, "root") else given.pos_
+        same = [doc[t.i:t.i + 1] for t in doc if t.pos_ == kind and t.lower_ not in ("i", "user") and (
+            kind != "NOUN" or t.dep_ in ("attr", "dobj", "pobj", "oprd"))]
+    if not same:
+        return ""
+    old = same[-1].text
+    found = re.search(rf"\b{re.escape(old)}\b", fact)
+    if found is None or old.lower() == given.text.lower():
+        return ""
+    return fact[:found.start()] + given.text + fact[found.end():]
 
 
 def with_value(fact: str, value: str) -> str:

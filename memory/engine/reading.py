@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 SELF = "self"
 # Kinds one value fills at a time: a new value ends the old one.
-EXCLUSIVE_SLOTS = frozenset({"residence", "employer", "occupation", "partner", "diet", "favorite", "name"})
+EXCLUSIVE_SLOTS = frozenset({"residence", "employer", "occupation", "partner", "diet", "favorite", "name", "age",
+                             "birthday"})
 
 
 @dataclass(frozen=True)
@@ -214,12 +215,20 @@ def _whose(clause: _Clause, sent: Span) -> str | None:
             head = head.head  # "Born and bred in Cork": the first verb's
         first = next((t for t in sent if not t.is_punct and t.lower_ not in _DROP_LEADS
                       and t.dep_ not in ("neg", "det", "advmod", "aux", "auxpass")), None)
-        if first is None or first.i < head.i - 1:
+        if first is None:
             return None
+        if first.i < head.i - 1:
+            # "Left Tesco finally, working at Barclays now": a sentence that opened without its
+            # subject goes on without it
+            opener = first if first.pos_ in ("VERB", "AUX") else None
+            subjectless = opener is not None and _subject_of(opener) is None and head.pos_ in ("VERB", "AUX") \
+                and head.tag_ != "VB"
+            return SELF if subjectless else None
         if head.pos_ in ("VERB", "AUX"):
             return SELF  # "Grew up in Leeds"
         fragment = head.dep_ == "ROOT" and (head.pos_ == "ADJ" or head.pos_ == "NOUN" and (
-            any(c.lower_ == "not" for c in head.children) or any(c.lower_ in ("a", "an") for c in head.children)
+            any(t.lower_ in ("not", "no") and t.i < head.i and head in t.ancestors for t in sent)  # "no more coffee"
+            or any(c.lower_ in ("a", "an") for c in head.children)
             and head.lemma_.lower() in lx.OCCUPATIONS | lx.HOBBY | lx.RELATIONS | {"person", "fan", "type"}))
         return SELF if fragment else None  # "Allergic to latex", "Not a gamer at all"
     if subject.lower_ in _PRONOUNS_SELF:
@@ -557,7 +566,7 @@ def _kind(clause: _Clause, whose: str) -> str:
     if lemmas & lx.HOBBY:
         return "activity"
     owned = [c for c in _kind_head(clause).children if c.dep_ == "dobj"]
-    if head in ("have", "own", "drive", "get", "buy", "ride") and (nouns & lx.POSSESSIONS or any(
+    if head in ("have", "own", "drive", "get", "buy", "ride", "pick") and (nouns & lx.POSSESSIONS or any(
             o.pos_ == "PROPN" or o.ent_type_ in ("PRODUCT", "ORG") for o in owned)):
         return "possession"  # "got myself a little electric Fiat 500"
     if nouns & (lx.RELATIONS | lx.PARTNERS) and head in ("have", "be", "get"):
@@ -589,6 +598,11 @@ def _occupation(clause: _Clause) -> str:
 _TO_THIRD = {"am": "is", "'m": "is", "are": "is", "'re": "is", "were": "was", "have": "has", "'ve": "has",
              "do": "does", "was": "was"}
 _IRREGULAR_3SG = {"be": "is", "have": "has", "do": "does", "go": "goes"}
+
+
+# Participles that open a sentence about the speaker in the passive ("Born and bred in Cork").
+_SAID_OF_ONE = frozenset({"bear", "breed", "raise", "diagnose", "marry", "divorce", "engage", "base", "injure",
+                          "hospitalise", "hospitalize", "adopt", "educate", "train", "bring"})
 
 
 def third_singular(verb: str, lemma: str) -> str:
@@ -639,7 +653,9 @@ def clause_text(clause: _Clause) -> str:
         c.dep_ in ("det", "poss") for c in subject.children)  # "Birthday's the 29th": the speaker's own
     if subject is None and words[0].i == clause.head.i or (subject is None and words[0].pos_ in ("AUX", "VERB")):
         lead = words[0]
-        passive = lead.tag_ == "VBN" and not any(c.dep_ == "dobj" for c in lead.children)  # "Sold the Focus": active
+        # "Born and bred in Cork", "Diagnosed with asthma at six": passive; "Sold the Focus": active
+        passive = lead.tag_ == "VBN" and lead.lemma_.lower() in _SAID_OF_ONE and not any(
+            c.dep_ == "dobj" for c in lead.children)
         prefix = {"VBN": "User has" if lead.lower_ == "been" else "User was" if passive else "User",
                   "VBG": "User is", "VBD": "User", "MD": "User"}.get(lead.tag_, "User")
         out.append(prefix + " ")
@@ -886,7 +902,7 @@ def _imperative(clause: _Clause) -> bool:
     """ "Give me five ideas", "Translate this, please": a request, not a statement."""
     head = clause.head
     bare = head.lower_ == head.lemma_.lower()  # "set a reminder", not "Got an iPhone" the tagger took for one
-    if clause.subject is None and bare and head.lemma_.lower() not in lx.PREFERENCE_VERBS and not any(
+    if clause.subject is None and bare and head.lemma_.lower() not in set(lx.PREFERENCE_VERBS) | _GIVING_UP and not any(
             c.dep_ == "aux" for c in head.children) and (head.tag_ == "VB" or head.lemma_.lower() in lx.REQUEST_VERBS):
         return True  # a bare verb with no subject: a request, or the rest of a "what I'd do" (never a statement)
     if clause.subject is not None or head.tag_ != "VB" or head.dep_ != "ROOT":
@@ -985,11 +1001,16 @@ def _read_clause(clause: _Clause, sent: Span) -> Iterator[Reading]:
             c.dep_ in ("dobj", "attr") and c.pos_ in ("NOUN", "PROPN") for c in clause.head.children)):
         return  # "Pouring all day here": a clause without its subject says what it is about, or nothing
     if not any(t.pos_ in ("VERB", "AUX") for t in clause.tokens):
-        if clause.subject is None and whose == SELF and slot and clause.head.pos_ in ("ADJ", "NOUN"):
+        given_up = _given_up(clause)
+        if clause.subject is None and whose == SELF and (slot or given_up) and clause.head.pos_ in ("ADJ", "NOUN"):
             spoken = "".join(t.text_with_ws for t in _spoken(clause)).strip()
-            yield Reading(subject=SELF, slot=slot, key=_key(clause, slot), value=_value(clause, slot),
-                          text=f"User is {spoken[:1].lower()}{spoken[1:]}", negated=_negated(clause),
-                          clause=clause.text)
+            spoken = re.sub(r"\b(?:me|myself)\b", "User", spoken)
+            no = any(t.lower_ == "no" and t.i < clause.head.i for t in clause.tokens)
+            spoken = f"no {spoken}" if no and not spoken.lower().startswith("no ") else spoken
+            verb = "has" if no else "is"  # "User has no kids", "User is vegan"
+            yield Reading(subject=SELF, slot=slot or "other", key=_key(clause, slot), value=_value(clause, slot),
+                          text=f"User {verb} {spoken[:1].lower()}{spoken[1:]}", negated=_negated(clause),
+                          ended=given_up, change=bool(given_up), clause=clause.text)
             return
         yield from _fragment(clause, slot)
         return
@@ -1044,13 +1065,21 @@ def _read_clause(clause: _Clause, sent: Span) -> Iterator[Reading]:
                   negated=_negated(clause), clause=clause.text)
 
 
-_GIVING_UP = frozenset({"sell", "stop", "quit", "drop", "ditch", "give", "switch", "leave", "cancel", "lose"})
+_GIVING_UP = frozenset({"sell", "stop", "quit", "drop", "ditch", "give", "switch", "leave", "cancel", "lose", "trade",
+                        "uninstall", "cut", "scrap", "dump"})
 
 
 def _given_up(clause: _Clause) -> str:
     """What a clause says the speaker no longer has or does: "Sold the Focus" → "focus", "I've
     dropped the Japanese" → "japanese", "had to stop running" → "running", "switched from oat to
     soya milk" → "oat"; "" when it says nothing ends."""
+    for token in clause.tokens:  # "no more coffee for me"
+        if token.lower_ == "more" and token.i > 0 and token.doc[token.i - 1].lower_ == "no" and token.dep_ != "ROOT":
+            thing = token.head if token.head.pos_ in ("NOUN", "PROPN") else next(
+                (t for t in token.doc[token.i + 1:token.i + 3] if t.pos_ in ("NOUN", "PROPN")), None)
+            if thing is not None:
+                return value_of(" ".join(t.text for t in thing.subtree if t.i <= thing.i and t.lower_ not in (
+                    "no", "more")))
     head = _kind_head(clause) if clause.head.lemma_ not in _GIVING_UP else clause.head
     lemma = head.lemma_.lower()
     if lemma not in _GIVING_UP or (lemma == "give" and not any(c.lower_ == "up" for c in head.children)):
@@ -1059,7 +1088,7 @@ def _given_up(clause: _Clause) -> str:
         old = _object_of(head, "from")
         return value_of(_phrase(old)) if old is not None else ""
     thing = next((c for c in head.children if c.dep_ in ("dobj", "xcomp") and c.pos_ in ("NOUN", "PROPN", "VERB")),
-                 None)
+                 None) or _object_of(head, "in", "off", "out")  # "traded in the Civic"
     if thing is None or thing.lemma_.lower() in ("job", "work", "it", "that"):
         return ""
     return value_of(thing.text if thing.pos_ == "VERB" else _phrase(thing))
@@ -1233,6 +1262,12 @@ def _identity(sent: Span) -> Iterator[Reading]:
                     and not _negated(_Clause(token, tuple(token.subtree), None)):
                 years = attr.text
                 yield Reading(subject=SELF, slot="age", value=years, text=f"User is {years}", clause=sent.text)
+        if token.lemma_ == "turn" and (_subject_of(token) is None or _subject_of(token).lower_ == "i"):
+            years = next((c for c in token.children if c.like_num and c.dep_ in ("dobj", "attr", "oprd", "npadvmod")),
+                         None)  # "turned 30 today"
+            if years is not None:
+                yield Reading(subject=SELF, slot="age", value=years.text, text=f"User is {years.text}",
+                              change=True, clause=sent.text)
         if token.lemma_ == "call" and any(c.lower_ == "me" for c in token.children):
             me = next(c for c in token.children if c.lower_ == "me")
             name = next((t for t in token.doc[me.i + 1:me.i + 3] if t.is_title and not t.is_punct), None)

@@ -57,7 +57,8 @@ _NOT_SPEAKERS = ("January|February|March|April|May|June|July|August|September|Oc
 _SPEAKER = re.compile(r"(?:(?<=^)|(?<=\s))(?!(?:" + _NOT_SPEAKERS + r"):)([A-Z][\w'-]{0,30}):\s")
 # Earlier offline replies restate memory; quoting them would cite a citation.
 _OWN_REPLY = re.compile(r"^\s*(?:(?:Here's what I remember|I don't recall anything|Got it|Okay|You're welcome|Bye"
-                        r"|Hi|I have kept|Before that, you|You live in)\b|I'm [^,.]{1,40}, )")
+                        r"|Hi|I have kept|Before that, you|You live in|Corrected:|Noted:)\b|I'm [^,.]{1,40}, )"
+                        r"|.*\(you told me on ")  # an answer from facts says when it was told
 # A page's attached files follow "Attached:" (memory/models.py): what the file says, no speaker's.
 _ATTACHED = "attached"
 _ASKS_FILE = re.compile(r"\b(?:file|files|document|doc|attachment|attached|pdf|list|notes|sheet)\b|\.\w{2,4}\b",
@@ -355,8 +356,9 @@ def acknowledge(message: str, evidence: Sequence[Evidence], *, user_name: str | 
     """A statement answered: what it told that will be remembered (`noted`, the facts the turn
     stores, and only those), said back in the second person, and a related memory."""
     statements = [s for s in split_sentences(message) if not is_question(s) and content_terms(s)]
-    if not statements:
+    if not statements and not noted:
         return f"Okay{_addressed(user_name)}. Tell me more whenever you like."
+    statements = statements or [message]
     if noted:
         said = words_cut(_listed([sentence_inside(to_person(t, capital=False)) for t in noted[:3]]), _SNIPPET_WORDS)
         reply = f"Got it{_addressed(user_name)}. I'll remember that {said}{'' if said.endswith('…') else '.'}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -74,7 +74,8 @@ NO_VERDICT = Verdict(decision=Decision.NONE, confidence=0.0, slot="", old_id=Non
 # The kinds whose values the detector compares: a later value of the same thing ends the earlier.
 COMPARED_SLOTS = EXCLUSIVE_SLOTS | {"preference", "activity", "pet", "plan", "family"}
 SLOT_TITLES.update({"plan": "a plan", "family": "their family", "other": "what they said", "possession":
-                    "what they own", "language": "a language", "health": "their health", "diet": "their diet"})
+                    "what they own", "language": "a language", "health": "their health", "diet": "their diet",
+                    "age": "their age", "birthday": "their birthday", "name": "their name"})
 _APART = frozenset({"single", "divorced", "separated", "widowed"})
 
 
@@ -187,7 +188,7 @@ def supersession_candidates(statement: str, current: Sequence[Memory], *,
                 if decision is Decision.NONE:
                     continue
                 whose = "their" if new.subject == SELF else f"their {new.subject}'s"
-                text = (f"{SLOT_TITLES[new.slot].replace('their', whose, 1)}: {reason}"
+                text = (f"{SLOT_TITLES.get(new.slot, new.slot).replace('their', whose, 1)}: {reason}"
                         f" (\"{new.clause}\"{', a change word' if new.change else ''})")
                 verdict = Verdict(decision=decision, confidence=confidence, slot=new.slot, old_id=memory.id,
                                   reason=text)
@@ -196,20 +197,60 @@ def supersession_candidates(statement: str, current: Sequence[Memory], *,
     return sorted(verdicts.values(), key=lambda v: -v.confidence)
 
 
+_LOOSE_WORDS = frozenset(stem(w) for w in "old new tbh lol just really my our their thing stuff one".split())
+
+
 def _named_ending(statement: str, memory: Memory, params: SupersessionParams) -> Verdict | None:
     """A statement that names what ended ("Sold the Focus", "I've dropped the Japanese") ends the
     memory that holds it, whatever its kind: the person named it."""
     for new in read(statement):
         if not (new.change and new.ended and new.ended != "*") or new.slot in EXCLUSIVE_SLOTS:
             continue
-        named = _words(new.ended)
-        if not named or not named <= _words(memory.text) or any(
+        named = _words(new.ended) - _LOOSE_WORDS
+        if not named or not named & _words(memory.text) or any(
                 old.subject != new.subject for old in read(memory.text)):
-            continue
+            continue  # "cancelled my gym membership" ends "User goes to the gym every morning"
         confidence = round(min(params.base + params.change_bonus + params.names_old_bonus, 0.98), 2)
         return Verdict(decision=Decision.SUPERSEDE, confidence=confidence, slot=new.slot, old_id=memory.id,
                        reason=f"says {new.ended!r} is over (\"{new.clause}\")")
     return None
+
+
+# Words by which a statement says it replaces what was said of the same thing ("switched to green tea",
+# "I'm at Monzo now", "sorry, it's aspirin").
+_REPLACING = frozenset(stem(w) for w in """switch switched instead anymore longer replace replaced upgrade upgraded
+swap swapped now nowadays these actually sorry meant wrong mixed autocorrect""".split())
+# Kinds a person has many of at once: a new one is another, not a replacement.
+_MANY = frozenset({"pet", "family", "partner", "name", "trip"})
+SAME_TOPIC = 0.6  # MiniLM cosine of two facts' texts at or above which they speak of the same thing
+
+
+def topic_verdicts(statement: str, new_text: str, current: Sequence[Memory],
+                   similarity: Callable[[str, str], float | None], *,
+                   params: SupersessionParams | None = None) -> list[Verdict]:
+    """Current memories a statement that says it replaces something ("switched to", "now",
+    "sorry, it's …") ends by meaning: the same person, the same kind, a text close in meaning
+    (`similarity`, MiniLM's cosine) that says it otherwise. For what the kind-by-kind comparison
+    (supersession_candidates) cannot tell: coffee then green tea, Valorant then Baldur's Gate."""
+    params = params or SupersessionParams()
+    if not _words(statement) & _REPLACING:
+        return []
+    news = [r for r in read(new_text) if r.slot not in _MANY]
+    found = []
+    for memory in current:
+        olds = read(memory.text)
+        same = [n for n in news for o in olds if (n.subject, n.slot) == (o.subject, o.slot)]
+        if not same or memory.text.lower() == new_text.lower():
+            continue
+        closeness = similarity(new_text, memory.text)
+        if closeness is None or closeness < SAME_TOPIC:
+            continue
+        confidence = round(min(params.base + params.change_bonus, 0.98), 2)
+        found.append(Verdict(decision=Decision.SUPERSEDE if confidence >= params.supersede_at else Decision.REVIEW,
+                             confidence=confidence, slot=same[0].slot, old_id=memory.id,
+                             reason=f"{SLOT_TITLES.get(same[0].slot, same[0].slot)}: said otherwise, of the same "
+                                    f"thing (closeness {closeness:.2f}; \"{statement[:120]}\")"))
+    return sorted(found, key=lambda v: -v.confidence)
 
 
 def supersession_decide(statement: str, current: Sequence[Memory], *,

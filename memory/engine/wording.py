@@ -16,7 +16,9 @@ _AGREEING = {"is": "you're", "isn't": "you aren't", "was": "you were", "wasn't":
              "hasn't": "you haven't", "does": "you do", "doesn't": "you don't", "goes": "you go"}
 _OWN = {"their": "your", "theirs": "yours", "themselves": "yourself", "they're": "you're", "they've": "you've"}
 # "User lives" → "you live": a verb after "User" in the third person singular.
-_VERB_AFTER_USER = re.compile(r"\bUser (?!and\b)([a-z]+n't|[a-z]+)\b")
+# "User also plays", "User still lives": an adverb may come between.
+_VERB_AFTER_USER = re.compile(r"\bUser (?!and\b)((?:(?:also|still|just|really|now|never|always|usually|often|only|"
+                              r"even|actually|finally|recently|mostly|basically) )?)([a-z]+n't|[a-z]+)\b")
 
 
 def _base(verb: str) -> str:
@@ -31,10 +33,12 @@ def _base(verb: str) -> str:
 
 
 def _agree(match: re.Match[str]) -> str:
-    verb = match.group(1)
+    adverb, verb = match.group(1), match.group(2)
     if verb in _AGREEING:
-        return _AGREEING[verb]
-    return f"you {_base(verb)}" if verb.endswith("s") else f"you {verb}"
+        said = _AGREEING[verb]  # "you're", "you have"
+        return f"you {adverb}{said.removeprefix('you').lstrip()}" if adverb and not said.startswith("you'") else (
+            f"{said} {adverb.strip()}" if adverb else said)
+    return f"you {adverb}{_base(verb) if verb.endswith('s') else verb}"
 
 
 def to_person(text: str, *, capital: bool = True) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -167,6 +168,27 @@ def _examples(embedder_name: str) -> Examples | None:
     return examples_of(vectors, [fact for _, fact in statements]) if vectors else None
 
 
+_vectors: OrderedDict[str, list[float]] = OrderedDict()
+
+
+def texts_similarity(first: str, second: str) -> float | None:
+    """Two texts' closeness in meaning: the cosine of their embeddings (kept per text), None when the
+    embedder fails or carries no meaning (a fake one)."""
+    if not getattr(configured.embedder(), "semantic", True):
+        return None
+    missing = [t for t in (first, second) if t not in _vectors]
+    if missing:
+        vectors = embed_or_none(missing)
+        if not vectors:
+            return None
+        _vectors.update(zip(missing, vectors, strict=True))
+        while len(_vectors) > _LIKELIHOODS_KEPT:
+            _vectors.popitem(last=False)
+    a, b = _vectors[first], _vectors[second]
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else None
+
+
 def fact_reader_warm_up() -> None:
     """Load the reader's language pipeline and embed its labelled statements (a few seconds), so
     that the first turn after a start does not wait for them."""
@@ -305,7 +327,7 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
     changes = [FactChange(action="remembered", fact_id=str(row.id), text=row.text, page_id=str(page.id))
                for row in stored]
     if stored:
-        changes = _supersede_at_once(user_id, stored, changes, now)
+        changes = _supersede_at_once(user_id, stored, changes, now, by_meaning=not page.utterances)
     return changes
 
 
@@ -342,14 +364,16 @@ def _fact_put(user_id: int, *, text: str, page: DialoguePage, via: str, at: date
 
 
 def _supersede_at_once(user_id: int, stored: Sequence[KnowledgeFact], changes: list[FactChange],
-                       now: datetime | None) -> list[FactChange]:
+                       now: datetime | None, *, by_meaning: bool = False) -> list[FactChange]:
     """Supersession on the new facts now (not at the next promotion); a confident change turns the
-    fact's "remembered" into "changed", naming what it replaced."""
+    fact's "remembered" into "changed", naming what it replaced. `by_meaning`: facts of the same
+    kind are also compared by their meaning (a chat turn's; an import's are not embedded again)."""
     from memory.services.supersession import supersession_detect
 
     statements = {str(row.id): statement for row in stored if (statement := _statement(row))}
+    similar = texts_similarity if by_meaning and _facts_judged() else None
     written = supersession_detect(user_id=user_id, fact_ids=[str(row.id) for row in stored], at=now,
-                                  statements=statements)
+                                  statements=statements, similarity=similar)
     KnowledgeFact.objects.filter(pk__in=[row.pk for row in stored], valid_from__isnull=True).update(
         valid_from=Coalesce(F("timestamp"), F("created_at")))
     ended = {str(row.new_fact_id): row for row in written if row.status == Supersession.Status.SUPERSEDED}

@@ -191,11 +191,9 @@ def _correct(user, page: DialoguePage, target: str, *, soft: bool = False) -> Ta
     found = [c for c in statements if (c.kind != "fact" or c.ident in current)
              and talk.contradicts(new, c.text, old_value)]
     groups = talk.cluster(found, talk.slot_words(new))
-    if not groups:
-        meant = _meant(user, page, new) if not talk.read(new) else None
-        if meant is not None or soft:
-            return meant
-        return None  # nothing said otherwise: the statement is read as any other (memory/services/facts.py)
+    if not groups:  # a value alone ("it's Khloe with a K") corrects a recent fact; a statement is read as told
+        return _meant(user, page, target) if not any(r.subject == "self" and r.slot != "other"
+                                                      for r in talk.read(new)) else None
     if len(groups) > 1:
         return _ask(user, page, talk.Intent.CORRECT, new, groups)
     return _correct_groups(user, new, groups, page=page)
@@ -223,15 +221,21 @@ def _denied(user, page: DialoguePage, target: str) -> TalkReply | None:
                      "Say \"undo\" to put it back as it was.", talk.Intent.CORRECT, action="correct")
 
 
+RECENT_TURNS = 3
+
+
 def _meant(user, page: DialoguePage, said: str) -> TalkReply | None:
-    """ "Sorry, I meant Porto": the newest fact the previous turn told, with its value said again."""
-    if len(said.split()) > 4:
+    """ "Sorry, I meant Porto", "no wait it's Khloe with a K": the value a correction gives, in the
+    newest fact of the last few turns that holds a value of its kind (a name, a date, a number)."""
+    given = talk.given_value(said)
+    if given is None:
         return None
-    previous = DialoguePage.objects.filter(user=user, seq=page.seq - 1).values_list("id", flat=True).first()
-    facts = [f for f in facts_known(user=user)[0] if previous is not None
-             and any(s.page_id == str(previous) for s in f.sources)]
+    recent = [str(p) for p in DialoguePage.objects.filter(user=user, seq__lt=page.seq).order_by("-seq")
+              .values_list("id", flat=True)[:RECENT_TURNS]]
+    facts = sorted((f for f in facts_known(user=user)[0] if any(s.page_id in recent for s in f.sources)),
+                   key=lambda f: -max(recent.index(s.page_id) * -1 for s in f.sources if s.page_id in recent))
     for fact in facts:
-        text = talk.with_value(fact.text, said)
+        text = talk.replace_given(fact.text, given)
         if text:
             return _correct_groups(user, "", [talk.Group((talk.Candidate("fact", fact.id, fact.text),))], text=text,
                                    page=page)

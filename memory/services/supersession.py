@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -34,6 +34,7 @@ from memory.engine.supersession import (
     claims_of,
     statement_of,
     supersession_candidates,
+    topic_verdicts,
 )
 from memory.engine.traits import TRAITS_BY_KEY, update_trait_score
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode
@@ -76,9 +77,11 @@ def _statement(fact: KnowledgeFact) -> str:
     return statement_of(fact.text, " ".join(utterances))
 
 
-def _plan(user_id: int, fact: KnowledgeFact, statement: str = "") -> list[Planned]:
+def _plan(user_id: int, fact: KnowledgeFact, statement: str = "",
+          similarity: Callable[[str, str], float | None] | None = None) -> list[Planned]:
     """The candidates for one new fact, confirmed by the model when one is configured. `statement`:
-    the words the fact was read from, when the caller knows them (else they are looked for)."""
+    the words the fact was read from, when the caller knows them (else they are looked for);
+    `similarity`: two texts' closeness in meaning, for what the kinds alone cannot tell."""
     current = _current_before(user_id, fact)
     if not current:
         return []
@@ -86,7 +89,10 @@ def _plan(user_id: int, fact: KnowledgeFact, statement: str = "") -> list[Planne
     memories = [Memory(id=str(row.id), text=row.text, at=row.timestamp) for row in current]
     texts = {str(row.id): row.text for row in current}
     planned = []
-    for verdict in supersession_candidates(statement, memories)[:MAX_CANDIDATES]:
+    verdicts = supersession_candidates(statement, memories)
+    if not verdicts and similarity is not None:
+        verdicts = topic_verdicts(statement, fact.text, memories, similarity)
+    for verdict in verdicts[:MAX_CANDIDATES]:
         decided_by = DETECTOR
         if configured.chat_model() is not None:
             confirmation = confirm_supersession(user_id=user_id, old=texts[verdict.old_id or ""], statement=statement)
@@ -101,7 +107,8 @@ def _plan(user_id: int, fact: KnowledgeFact, statement: str = "") -> list[Planne
 
 
 def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime | None = None,
-                        statements: dict[str, str] | None = None) -> list[Supersession]:
+                        statements: dict[str, str] | None = None,
+                        similarity: Callable[[str, str], float | None] | None = None) -> list[Supersession]:
     """Compare newly stored facts (oldest statement first) with the current facts before them and
     write the decisions; returns the supersessions and reviews written. Safe to run again: a pair
     already decided is not looked at twice. `statements`: the sentences each fact was read from, by
@@ -111,7 +118,7 @@ def supersession_detect(*, user_id: int, fact_ids: Sequence[str], at: datetime |
     written: list[Supersession] = []
     for fact in facts:
         statement = (statements or {}).get(str(fact.pk), "")
-        for planned in _plan(user_id, fact, statement) + _ended_by_later(user_id, fact):
+        for planned in _plan(user_id, fact, statement, similarity) + _ended_by_later(user_id, fact):
             row = _decide(user_id, planned, at=at)  # the model was asked outside any transaction
             if row is not None:
                 written.append(row)
