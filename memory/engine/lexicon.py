@@ -118,7 +118,7 @@ PREFERENCE_VERBS = {"love": "+", "like": "+", "enjoy": "+", "adore": "+", "prefe
                     "hate": "-", "dislike": "-", "detest": "-", "loathe": "-", "despise": "-", "stand": "-"}
 PREFERENCE_WORDS = {"favourite": "+", "favorite": "+", "fav": "+", "fave": "+", "fond": "+", "keen": "+", "fan": "+",
                     "obsessed": "+", "passionate": "+", "addicted": "+", "into": "+", "pleasure": "+",
-                    "weakness": "+", "thing": "+"}
+                    "weakness": "+", "thing": "+", "sucker": "+", "big": "+", "heaven": "+", "jam": "+"}
 POSSESSIONS = _words("""
 car bike bicycle motorbike motorcycle scooter van truck pickup boat yacht caravan campervan phone iphone android
 laptop computer pc mac macbook tablet ipad camera console ps5 playstation xbox switch kindle tesla toyota honda

@@ -191,11 +191,18 @@ def _possessor(token: Token) -> Token | None:
     return next((c for c in token.children if c.dep_ == "poss"), None)
 
 
+_THE_ONES = frozenset({"hubby", "husband", "wife", "missus", "kids", "kid", "mum", "mom", "dad", "mam", "ma", "pa",
+                       "children", "baby", "twins", "folks", "parents"})
+
+
 def _relation(token: Token) -> str | None:
-    """ "my older sister" → "older sister"; "my brother's daughter" → "brother's daughter"; None
-    when the noun is no relation of the speaker's."""
+    """ "my older sister" → "older sister"; "my brother's daughter" → "brother's daughter"; "the
+    hubby", "the kids", "dad" said alone → theirs; None when the noun is no relation of the speaker's."""
     owner = _possessor(token)
     lemma = token.lemma_.lower()
+    if owner is None and token.lower_ in _THE_ONES and all(c.lower_ == "the" for c in token.children
+                                                             if c.dep_ == "det"):
+        return token.lower_
     if owner is None or lemma not in lx.RELATIONS | lx.PARTNERS | lx.OTHERS | lx.OCCUPATIONS:
         return None
     modifiers = [c.lower_ for c in token.children if c.dep_ == "amod" and c.i < token.i]
@@ -229,7 +236,9 @@ def _whose(clause: _Clause, sent: Span) -> str | None:
         fragment = head.dep_ == "ROOT" and (head.pos_ == "ADJ" or head.pos_ == "NOUN" and (
             any(t.lower_ in ("not", "no") and t.i < head.i and head in t.ancestors for t in sent)  # "no more coffee"
             or any(c.lower_ in ("a", "an") for c in head.children)
-            and head.lemma_.lower() in lx.OCCUPATIONS | lx.HOBBY | lx.RELATIONS | {"person", "fan", "type"}))
+            and head.lemma_.lower() in lx.OCCUPATIONS | lx.HOBBY | lx.RELATIONS | {"person", "fan", "type"}
+            or any(c.dep_ == "nummod" for c in head.children) and head.lemma_.lower() in lx.RELATIONS | lx.PET_SPECIES
+            or head.lemma_.lower() in lx.PREFERENCE_WORDS))  # "Big fan of Formula 1"
         return SELF if fragment else None  # "Allergic to latex", "Not a gamer at all"
     if subject.lower_ in _PRONOUNS_SELF:
         return SELF
@@ -250,13 +259,15 @@ def _whose(clause: _Clause, sent: Span) -> str | None:
 # Nouns that, said without an owner, are the speaker's own: "Home's a farmhouse".
 _OWN_NOUNS = frozenset({"home", "birthday", "name", "job", "hobby", "diet", "commute", "flight", "surgery",
                         "appointment", "interview", "exam", "wedding", "thesis", "defense", "defence", "operation",
-                        "shift", "rota", "mortgage", "rent", "contract"})
+                        "shift", "rota", "mortgage", "rent", "contract", "weekend", "morning", "evening", "night",
+                        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
 
 
 # Verbs by which a thing (not a person) says something of the speaker: "gluten is off the table for
 # me", "peanuts put me in hospital", "pollen doesn't bother me", "spicy food doesn't agree with me".
 _ABOUT_ME_VERBS = frozenset({"be", "make", "put", "give", "bother", "agree", "affect", "trigger", "send", "keep",
-                             "do", "wreck", "kill", "upset", "suit", "bring", "leave", "cause", "hurt"})
+                             "do", "wreck", "kill", "upset", "suit", "bring", "leave", "cause", "hurt", "diagnose",
+                             "prescribe", "start", "take", "taste", "smell"})
 
 
 def _mentions_self(clause: _Clause) -> bool:
@@ -264,8 +275,16 @@ def _mentions_self(clause: _Clause) -> bool:
     the clause is about the speaker ("a lad on my course" is still the lad; "Daniel laughs at my
     Portuguese" is Daniel's doing)."""
     subject = clause.subject
-    if subject is not None and (subject.pos_ == "PRON" and subject.dep_ != "expl" or subject.ent_type_ == "PERSON"
-                                or subject.lemma_.lower() in lx.RELATIONS | lx.PARTNERS | lx.OTHERS):
+    care = clause.lemmas & (lx.HEALTH | lx.ALLERGY)  # "doc put me on lisinopril": the person's health
+    liking = subject is not None and subject.lower_ in ("that", "this") and any(
+        c.dep_ == "attr" and _possessor(c) is not None and _possessor(c).lower_ == "my" and (
+            c.lemma_.lower() in lx.PREFERENCE_WORDS or c.lemma_.lower() in ("idea", "heaven", "jam", "vibe"))
+        for c in clause.head.children)  # "Rainy Sundays and a good book, that's my idea of heaven"
+    if liking:
+        return True
+    if subject is not None and (subject.pos_ == "PRON" and subject.dep_ != "expl" or (
+            subject.ent_type_ == "PERSON" or subject.lemma_.lower() in lx.RELATIONS | lx.PARTNERS | lx.OTHERS)
+            and not care):
         return False
     if clause.head.lemma_.lower() not in _ABOUT_ME_VERBS:
         return False
@@ -312,7 +331,8 @@ def _unasserted(clause: _Clause) -> str:
     if lowered & {"jk", "kidding", "joking"}:
         return "joke"
     auxes = [c for c in head.children if c.dep_ in ("aux", "auxpass")]
-    if any(a.lower_ in _MODALS for a in auxes):
+    rather = any(c.lower_ == "rather" for c in head.children)  # "I'd rather walk than drive": a preference
+    if any(a.lower_ in _MODALS for a in auxes) and not rather:
         return "modal"
     if head.lemma_.lower() in lx.WISH_VERBS or (head.lemma_.lower() == "like" and any(a.lower_ in ("'d", "would")
                                                                                      for a in auxes)):
@@ -409,8 +429,11 @@ def value_of(text: str) -> str:
 def _partnered(clause: _Clause) -> bool:
     """ "I'm single", "we got married", "tied the knot", "Tom and I broke up": a partnership's status."""
     head = clause.head
-    if head.lemma_ in ("see", "date") and any(t.lower_ in ("someone", "somebody") for t in head.subtree):
-        return True  # "I'm seeing someone new"
+    if head.lemma_ in ("see", "date") and any(t.lower_ in ("someone", "somebody", "guy", "girl", "man", "woman",
+                                                           "bloke", "lad", "lass") for t in head.subtree):
+        return True  # "I'm seeing someone new", "seeing a guy called Marco"
+    if head.lower_ in lx.PARTNERED:
+        return True  # "Happily married for twelve years", "Single and loving it"
     if head.lemma_ in ("marry", "divorce", "wed", "date", "separate") or (
             head.lemma_ in ("break", "split") and any(c.lower_ == "up" for c in head.children)):
         return True
@@ -561,7 +584,8 @@ def _kind(clause: _Clause, whose: str) -> str:
         return "education"
     if lemmas & lx.PLAN_NOUNS and _entities(clause, "DATE", "TIME"):
         return "plan"
-    if head in lx.PREFERENCE_VERBS or lemmas & set(lx.PREFERENCE_WORDS) or _over(clause) is not None:
+    if head in lx.PREFERENCE_VERBS or lemmas & set(lx.PREFERENCE_WORDS) or _over(clause) is not None or (
+            "rather" in lemmas):
         return "preference"
     if lemmas & lx.HOBBY:
         return "activity"
@@ -596,7 +620,7 @@ def _occupation(clause: _Clause) -> str:
 # --- the fact's words ----------------------------------------------------------------------------
 
 _TO_THIRD = {"am": "is", "'m": "is", "are": "is", "'re": "is", "were": "was", "have": "has", "'ve": "has",
-             "do": "does", "was": "was"}
+             "do": "does", "was": "was", "'d": "would", "'ll": "will"}
 _IRREGULAR_3SG = {"be": "is", "have": "has", "do": "does", "go": "goes"}
 
 
@@ -894,7 +918,7 @@ def _located(clause: _Clause, text: str) -> str:
 
 _STRONG = frozenset({"diet", "allergy", "health", "preference", "language", "plan", "origin", "family", "pet",
                      "partner", "name", "age", "birthday"})
-_ABOUT_OTHERS = frozenset({"residence", "employer", "occupation", "age"})
+_ABOUT_OTHERS = frozenset({"residence", "employer", "occupation", "age", "health", "diet", "allergy"})
 _REQUESTS = frozenset({"please", "pls", "plz"})
 
 
@@ -1007,7 +1031,8 @@ def _read_clause(clause: _Clause, sent: Span) -> Iterator[Reading]:
             spoken = re.sub(r"\b(?:me|myself)\b", "User", spoken)
             no = any(t.lower_ == "no" and t.i < clause.head.i for t in clause.tokens)
             spoken = f"no {spoken}" if no and not spoken.lower().startswith("no ") else spoken
-            verb = "has" if no else "is"  # "User has no kids", "User is vegan"
+            counted = any(c.dep_ == "nummod" for c in clause.head.children)  # "three kids (4, 7 and 11)"
+            verb = "has" if no or counted else "is"  # "User has no kids", "User is vegan"
             yield Reading(subject=SELF, slot=slot or "other", key=_key(clause, slot), value=_value(clause, slot),
                           text=f"User {verb} {spoken[:1].lower()}{spoken[1:]}", negated=_negated(clause),
                           ended=given_up, change=bool(given_up), clause=clause.text)
@@ -1325,7 +1350,7 @@ def read_doc(doc) -> tuple[Reading, ...]:
 _TOLD_BY_A_WORD = (("allergy", lx.ALLERGY), ("health", lx.HEALTH), ("diet", frozenset(lx.DIET_LABELS) | lx.DIET),
                    ("pet", lx.PET_SPECIES), ("family", lx.RELATIONS), ("language", lx.LANGUAGE - {"speak", "native"}),
                    ("activity", lx.HOBBY), ("education", lx.EDUCATION), ("work", lx.OCCUPATIONS))
-_OTHER_PEOPLE = frozenset({"he", "she", "they", "him", "her", "them", "his", "their", "you", "your"})
+_OTHER_PEOPLE = frozenset({"he", "she", "they", "him", "her", "them", "his", "their"})
 
 
 def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
@@ -1341,8 +1366,9 @@ def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
     subjects = [t for t in words if t.dep_ in _SUBJECTS and t.lower_ not in _PRONOUNS_SELF]
     people = lx.RELATIONS | lx.PARTNERS | lx.OTHERS | lx.OCCUPATIONS
     owners = [o for t in subjects for o in t.subtree if o.dep_ == "poss" and o.lemma_.lower() in lx.OTHERS]
-    if not own and subjects and by_word or owners or any(t.ent_type_ == "PERSON" or t.lemma_.lower() in people
-                                                         for t in subjects):
+    speaker = any(t.dep_ in _SUBJECTS and t.lower_ in ("i", "we") for t in words)
+    if not own and subjects and by_word or owners or not speaker and any(
+            t.ent_type_ == "PERSON" or t.lemma_.lower() in people for t in subjects):
         return None  # "my cousin got into Oxford", "my neighbour's dog died": their news
     for clause in clauses(sent):
         if _unasserted(clause) or _passing(clause, sent) or _imperative(clause) or (
