@@ -124,6 +124,7 @@ def recalled_user_texts(page, server, question: str) -> list[str]:
     """Ask in the chat, open the reply's recall panel, and read what it recalled (the person's own
     words of each item; replies are left out, they may quote anything)."""
     page.goto(f"{server.url}/")
+    page.wait_for_selector('#connection[data-state="open"]', timeout=30_000)  # a message sent before says so
     done = page.locator('.turn[data-state="done"]').count()
     send(page, question, done)
     last = page.locator("article.turn").last
