@@ -2,7 +2,7 @@
 
 Part of the offline engine (DESIGN.md, "The offline engine"): "You should try yoga" becomes
 "Assistant suggested the user try yoga". The person's facts are read by the language pipeline
-(memory/engine/reading.py), never here. Pure and deterministic.
+(memory/engine/reading/), never here. Pure and deterministic.
 """
 
 from __future__ import annotations

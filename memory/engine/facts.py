@@ -1,6 +1,6 @@
 """Facts at the turn they are told: what a statement says about the person and the people they name.
 
-The statement is read by the language pipeline (memory/engine/reading.py): each fact is a
+The statement is read by the language pipeline (memory/engine/reading/): each fact is a
 `Reading` with its kind, key, value and its text in the third person ("User lives in Porto",
 "User is coeliac", "Ingrid is User's sister"). Hypotheticals, wishes, moods, questions, requests
 and other people's news state nothing. Two facts mean the same when they say the same value of the

@@ -1,7 +1,7 @@
 """The reader's second opinion: whether a message states something lasting about the person, by
 its meaning (its MiniLM vector) beside labelled statements.
 
-The parse reads who did what (memory/engine/reading.py); some messages it cannot read ("Island girl
+The parse reads who did what (memory/engine/reading/); some messages it cannot read ("Island girl
 here, Samoa born, Auckland raised") and some it reads that state nothing lasting (a day's news told
 in the first person). A message's vector is compared with those of labelled statements
 (memory/engine/data/statement_examples.json, scripts/statement_examples.py): the nearest ones vote,

@@ -1,4 +1,4 @@
-"""What the statement reader (memory/engine/reading.py) knows of English words: which lemmas point
+"""What the statement reader (memory/engine/reading/) knows of English words: which lemmas point
 at which kind of fact, and which words carry no lasting fact (moods, thinking, hedges).
 
 Lemmas as spaCy's lemmatizer gives them, lowercase. A lemma points at its kind whatever the

@@ -4,7 +4,7 @@ Keywords by frequency over stemmed content words, extractive summaries by closen
 centroid of the texts, agent traits by the assistant's patterns, and replies grounded only in the
 recalled items (DESIGN.md, "The offline engine"). Pure, deterministic and fast: every imported
 turn goes through these functions, so nothing here may load a model. (The person's facts are read
-by the language pipeline, memory/engine/reading.py.)
+by the language pipeline, memory/engine/reading/.)
 
 Tokens and stems live in `text`, the assistant's patterns in `agent_traits`, replies in `replies`;
 their public names are re-exported here.

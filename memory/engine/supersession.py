@@ -81,7 +81,7 @@ _APART = frozenset({"single", "divorced", "separated", "widowed"})
 
 def claims_of(text: str) -> list[Claim]:
     """Every claim a statement (or a stored fact) makes about a kind the detector compares, read by
-    the language pipeline (memory/engine/reading.py)."""
+    the language pipeline (memory/engine/reading/)."""
     return [r for r in read(text) if r.slot in COMPARED_SLOTS and (r.value or r.ended)]
 
 

@@ -3,7 +3,7 @@ long-term knowledge at once, and a change it states supersedes the older fact be
 
 Maintenance (memory/services/maintenance.py) calls `facts_from_turns` first, in the low-priority
 lane after the reply, for the pages it has not linked into the meta chain yet. Each fact is read by
-the offline reader on a language pipeline (memory/engine/reading.py) or, with a language model
+the offline reader on a language pipeline (memory/engine/reading/) or, with a language model
 configured, by the model (tolerantly parsed; the offline reader when it fails). A fact already
 known, in these words or others of the same meaning, gains the page as a second source instead of
 being stored twice. The reply names only what will be stored (`facts_to_note`). Each new fact is a

@@ -1,0 +1,199 @@
+"""The reader: a statement split into its parts, each part parsed and read sentence by
+sentence, clause by clause, with what the clauses missed kept in the person's words; stored facts are
+read as the speaker's words."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from .. import lexicon as lx
+from ..language import parse, parse_all
+from ..text import clean_text, split_sentences
+from .clauses import DROP_LEADS, PRONOUNS_SELF, SELF, SUBJECTS, Reading, asks, clauses, tense_of, unasserted
+from .kinds import entities
+from .people import identity_in, people_in
+from .slots import REQUESTS, imperative, passing, read_clause
+
+if TYPE_CHECKING:
+    from spacy.tokens import Span
+
+
+# --- stored facts read as the speaker's words --------------------------------------------------
+
+_STORED_SUBJECT = (
+    (re.compile(r"^User's plan: (?=\w+ing\b)"), "I'm "),  # how plans were stored before 2026-11-29
+    (re.compile(r"\bUser and others\b"), "we"), (re.compile(r"\b(?:User|the user)'s\b"), "my"),
+    (re.compile(r"\b(?:User|the user) is\b"), "I'm"), (re.compile(r"\b(?:User|the user) has\b"), "I have"),
+    (re.compile(r"\b(?:User|the user) does\b"), "I do"), (re.compile(r"\b(?:User|the user) doesn't\b"), "I don't"),
+    (re.compile(r"\b(?:User|the user) was\b"), "I was"), (re.compile(r"\bthan (?:User|the user)\b"), "than me"),
+    (re.compile(r"^(?:User|the user) (\w+?)(?:ies)\b"), r"I \1y"),
+    (re.compile(r"^(?:User|the user) (\w+?(?:ch|sh|ss|x|o))es\b"), r"I \1"),
+    (re.compile(r"^(?:User|the user) (\w+?)s\b"), r"I \1"),
+    (re.compile(r"(?<=\w )(?:User|the user)\b"), "me"), (re.compile(r"\b(?:User|the user)\b"), "I"),
+    (re.compile(r"\btheir\b"), "my"), (re.compile(r"\bthemselves\b"), "myself"),
+)
+
+
+def normalise_statement(text: str) -> str:
+    """A statement as the reader takes it: a stored fact's "User" read as the speaker's "I"."""
+    text = clean_text(text)
+    if not re.search(r"\b(?:User|the user)\b", text):
+        return text  # the person's own words: "their" is someone else's
+    for pattern, replacement in _STORED_SUBJECT:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+# --- the reader ---------------------------------------------------------------------------------
+
+def read_doc(doc) -> tuple[Reading, ...]:
+    found: dict[tuple[str, str], Reading] = {}
+    for sent in doc.sents:
+        people = list(people_in(sent)) + list(identity_in(sent))
+        for reading in people:
+            found.setdefault((reading.text.lower(), reading.slot), reading)
+        if asks(sent):
+            continue
+        named = {r.slot for r in people}
+        said = {r.text.lower() for r in people}
+        parts = clauses(sent)
+        asked = next((c.head for c in parts if c.head.dep_ == "ROOT" and imperative(c)
+                      and c.head.lemma_.lower() in lx.REQUEST_VERBS), None)
+        for clause in parts:
+            if asked is not None and clause.head.i > asked.i and asked in clause.head.ancestors:
+                continue  # "explain compound interest like I'm 10": what a request says is no statement
+            for reading in read_clause(clause, sent):
+                if reading.slot in named and reading.slot in ("pet", "partner") and reading.subject == SELF \
+                        and clause.head.lemma_ in ("call", "name", "have", "get", "adopt"):
+                    continue  # "my dog is called Rex", "I have a dog named Rex": the named pet is the fact
+                if reading.text.lower() in said:
+                    continue
+                found.setdefault((reading.text.lower(), reading.slot), reading)
+        if not any(r.clause and r.clause in sent.text for r in found.values()):
+            mentioned = _mentioned(sent)
+            if mentioned is not None:
+                found.setdefault((mentioned.text.lower(), mentioned.slot), mentioned)
+    return tuple(found.values())
+
+
+# Kinds that a word alone is enough to tell, in a sentence the parse could not read into a clause.
+_TOLD_BY_A_WORD = (("allergy", lx.ALLERGY), ("health", lx.HEALTH), ("diet", frozenset(lx.DIET_LABELS) | lx.DIET),
+                   ("pet", lx.PET_SPECIES), ("family", lx.RELATIONS), ("language", lx.LANGUAGE - {"speak", "native"}),
+                   ("activity", lx.HOBBY), ("education", lx.EDUCATION), ("work", lx.OCCUPATIONS))
+_OTHER_PEOPLE = frozenset({"he", "she", "they", "him", "her", "them", "his", "their"})
+_NEGATIONS = frozenset({"not", "n't", "never", "no", "nobody", "none", "nothing", "nor"})
+
+
+def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
+    """A sentence the clauses missed, as chat writes them ("penicillin allergy fyi", "asthma since i was
+    a kid lol", "I am having diabetes type 2 since 2019"): kept in the person's words when it speaks of
+    the person (first person, or no subject at all), asserts nothing it should not (no question, wish,
+    condition, mood or request), says nothing of anyone else, and holds a word of a kind one word tells."""
+    words = [t for t in sent if not t.is_punct and not t.is_space]
+    lowered = {t.lower_ for t in words}
+    if not words or asks(sent) or len(words) > 30 or lowered & (_OTHER_PEOPLE | REQUESTS | lx.SPECULATIVE):
+        return None
+    own = lowered & {"i", "i'm", "my", "me", "myself", "we", "our", "us"}
+    subjects = [t for t in words if t.dep_ in SUBJECTS and t.lower_ not in PRONOUNS_SELF]
+    people = lx.RELATIONS | lx.PARTNERS | lx.OTHERS | lx.OCCUPATIONS
+    owners = [o for t in subjects for o in t.subtree if o.dep_ == "poss" and o.lemma_.lower() in lx.OTHERS]
+    speaker = any(t.dep_ in SUBJECTS and t.lower_ in ("i", "we") for t in words)
+    if not own and subjects and by_word or owners or not speaker and any(
+            t.ent_type_ == "PERSON" or t.lemma_.lower() in people for t in subjects):
+        return None  # "my cousin got into Oxford", "my neighbour's dog died": their news
+    for clause in clauses(sent):
+        if unasserted(clause) or passing(clause, sent) or imperative(clause) or (
+                tense_of(clause) == "future" and not entities(clause, "DATE", "TIME")):
+            return None
+    lemmas = {t.lemma_.lower() for t in words} | lowered
+    slot = next((kind for kind, vocabulary in _TOLD_BY_A_WORD if lemmas & vocabulary), "")
+    if not slot and by_word:
+        return None
+    start = next((t for t in words if t.lower_ not in DROP_LEADS), None)
+    said = sent.doc[start.i:sent.end].text.strip(" .!,") if start is not None else ""
+    said = re.sub(r"\b(?:i|I)\b", "User", re.sub(r"\b(?:my|My|our|Our)\b", "their", said.strip()))
+    said = re.sub(r"\b(?:me|us|myself)\b", "User", said)
+    if len(said.split()) < 1:
+        return None
+    # No value: a mention in the person's words is found and answered, never compared as a claim.
+    vocabulary = next((v for k, v in _TOLD_BY_A_WORD if k == slot), frozenset())
+    return Reading(subject=SELF, slot=slot or "other", key=" ".join(sorted(lemmas & vocabulary))[:80],
+                   negated=bool(lowered & _NEGATIONS), text=f"User mentioned: {said}", clause=sent.text)
+
+
+# Where chat runs two thoughts together without a full stop: each part is parsed on its own, so
+# that "…, anyway can you help me?" makes a question of its own part only.
+_PARTS = re.compile(r"\s+[—–-]+\s+|;\s+|:\s+|\s*\n+\s*")
+
+
+def parts_of(text: str) -> list[str]:
+    """A statement's parts as the reader reads them: its sentences, and what dashes, colons and
+    semicolons set apart in them, each read as a sentence of its own (and parsed once)."""
+    return _parts(text)
+
+
+@lru_cache(maxsize=8192)
+def _split(text: str) -> tuple[str, ...]:
+    parts = [p.strip() for sentence in split_sentences(normalise_statement(text))
+             for p in _PARTS.split(sentence) if p.strip()]
+    return tuple(p if p[-1] in ".!?…\"'”)" else p + "." for p in parts)
+
+
+def _parts(text: str) -> list[str]:
+    """The text's parts, each ending as a sentence does: the parser reads "I enjoy running" without
+    its full stop as a sentence whose verb is "running"."""
+    return list(_split(text))
+
+
+def _repaired(doc) -> str:
+    """ "My husband's called Raj", "Birthday's the 29th", "my German's passable": a "'s" the tagger
+    took for a possessive where it says "is" (a participle, an article, a preposition or a lone
+    adjective follows it); "" when there is none."""
+    out, fixed = [], False
+    for token in doc:
+        after = doc[token.i + 1] if token.i + 1 < len(doc) else None
+        if token.tag_ == "POS" and token.lower_ == "'s" and after is not None and (
+                after.pos_ in ("ADP", "DET", "NUM") or after.tag_ in ("VBN", "VBG", "PRP$")
+                or (after.pos_ == "ADJ" and after.head.i <= after.i)):
+            out.append(" is" + token.whitespace_)
+            fixed = True
+        else:
+            out.append(token.text_with_ws)
+    return "".join(out) if fixed else ""
+
+
+@lru_cache(maxsize=8192)
+def read(text: str) -> tuple[Reading, ...]:
+    """Everything a statement (or a stored fact) says about the speaker and the people they name."""
+    found: dict[tuple[str, str], Reading] = {}
+    docs = parse_all(_parts(text))
+    docs = [parse(again) if (again := _repaired(doc)) else doc for doc in docs]
+    for doc in docs:
+        for reading in read_doc(doc):
+            found.setdefault((reading.text.lower(), reading.slot), reading)
+    # "Sorry, that was autocorrect — my mum's name is Rita": a change word anywhere speaks for every part
+    changed = any({t.lemma_.lower() for t in doc} & lx.CHANGE_WORDS for doc in docs)
+    return tuple(replace(r, change=r.change or changed) for r in found.values())
+
+
+def mention_of(text: str) -> Reading | None:
+    """The person's own words, where they speak of the person and assert something (no question,
+    wish, condition, request, mood or someone else's news): what a message holds that the clauses
+    could not read, for a judgement by meaning to keep (memory/engine/facts.py judged_facts)."""
+    said = [m for doc in parse_all(_parts(text)) for sent in doc.sents
+            if (m := _mentioned(sent, by_word=False)) is not None]
+    if not said:
+        return None
+    return replace(said[0], text="User mentioned: " + " ".join(m.text.removeprefix("User mentioned: ") for m in said),
+                   clause=text)
+
+
+def read_all(texts: Iterable[str]) -> list[tuple[Reading, ...]]:
+    """Many statements read, parsed in one batch."""
+    texts = list(texts)
+    parse_all(part for t in texts for part in _parts(t))
+    return [read(t) for t in texts]
