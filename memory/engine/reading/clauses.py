@@ -203,7 +203,7 @@ def whose_of(clause: Clause, sent: Span) -> str | None:
         return SELF  # "my wife and I"
     relation = relation_of(subject)
     if relation is not None:
-        return relation if subject.lemma_.lower() not in lx.PARTNERS or relation else SELF
+        return relation
     if possessor(subject) is not None and possessor(subject).lower_ in ("my", "our"):
         return SELF  # "my hobby", "my flight", "my first language"
     if (subject.lemma_.lower() in OWN_NOUNS or any(c.lower_ in ("favourite", "favorite", "fave")

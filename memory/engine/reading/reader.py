@@ -133,20 +133,16 @@ _PARTS = re.compile(r"\s+[—–-]+\s+|;\s+|:\s+|\s*\n+\s*")
 def parts_of(text: str) -> list[str]:
     """A statement's parts as the reader reads them: its sentences, and what dashes, colons and
     semicolons set apart in them, each read as a sentence of its own (and parsed once)."""
-    return _parts(text)
+    return list(_split(text))
 
 
 @lru_cache(maxsize=8192)
 def _split(text: str) -> tuple[str, ...]:
+    """The parts, each ending as a sentence does: the parser reads "I enjoy running" without its
+    full stop as a sentence whose verb is "running"."""
     parts = [p.strip() for sentence in split_sentences(normalise_statement(text))
              for p in _PARTS.split(sentence) if p.strip()]
     return tuple(p if p[-1] in ".!?…\"'”)" else p + "." for p in parts)
-
-
-def _parts(text: str) -> list[str]:
-    """The text's parts, each ending as a sentence does: the parser reads "I enjoy running" without
-    its full stop as a sentence whose verb is "running"."""
-    return list(_split(text))
 
 
 def _repaired(doc) -> str:
@@ -170,7 +166,7 @@ def _repaired(doc) -> str:
 def read(text: str) -> tuple[Reading, ...]:
     """Everything a statement (or a stored fact) says about the speaker and the people they name."""
     found: dict[tuple[str, str], Reading] = {}
-    docs = parse_all(_parts(text))
+    docs = parse_all(parts_of(text))
     docs = [parse(again) if (again := _repaired(doc)) else doc for doc in docs]
     for doc in docs:
         for reading in read_doc(doc):
@@ -184,7 +180,7 @@ def mention_of(text: str) -> Reading | None:
     """The person's own words, where they speak of the person and assert something (no question,
     wish, condition, request, mood or someone else's news): what a message holds that the clauses
     could not read, for a judgement by meaning to keep (memory/engine/facts.py judged_facts)."""
-    said = [m for doc in parse_all(_parts(text)) for sent in doc.sents
+    said = [m for doc in parse_all(parts_of(text)) for sent in doc.sents
             if (m := _mentioned(sent, by_word=False)) is not None]
     if not said:
         return None
@@ -195,5 +191,5 @@ def mention_of(text: str) -> Reading | None:
 def read_all(texts: Iterable[str]) -> list[tuple[Reading, ...]]:
     """Many statements read, parsed in one batch."""
     texts = list(texts)
-    parse_all(part for t in texts for part in _parts(t))
+    parse_all(part for t in texts for part in parts_of(t))
     return [read(t) for t in texts]
