@@ -34,6 +34,27 @@ def pipeline() -> Language:
     return spacy.load(MODEL, exclude=["senter"])
 
 
+@functools.cache
+def _irregular_pasts() -> dict[str, str]:
+    """Irregular verb forms and their lemmas, from the lemmatizer's own exceptions ("forgot":
+    "forget", "left": "leave"), but for those that are a verb of their own ("rent", "found")."""
+    lookups = pipeline().get_pipe("lemmatizer").lookups
+    table = lookups.get_table("lemma_exc").get("verb", {})
+    verbs = set(lookups.get_table("lemma_index").get("verb", ()))  # "rent", "found", "saw" are verbs too
+    return {form: lemmas[0] for form, lemmas in table.items() if lemmas and lemmas[0] != form and form not in verbs}
+
+
+def _repaired(doc: Doc) -> Doc:
+    """A past form the tagger took for a present ("I forgot to mention" tagged as "forgot" now,
+    lemma "forgot") gets its tag and lemma back: the lemmatizer leaves a present form as it is."""
+    pasts = _irregular_pasts()
+    for token in doc:
+        if token.tag_ in ("VB", "VBP") and token.lemma_.lower() == token.lower_ and token.lower_ in pasts:
+            token.lemma_ = pasts[token.lower_]
+            token.tag_ = "VBD"
+    return doc
+
+
 def parse(text: str) -> Doc:
     """One text's parse, cached."""
     return parse_all([text])[0]
@@ -48,7 +69,7 @@ def parse_all(texts: Iterable[str]) -> list[Doc]:
         # One text at a time costs less without pipe()'s batching machinery; many share one batch.
         docs = [nlp(missing[0])] if len(missing) == 1 else nlp.pipe(missing, batch_size=64)
         for text, doc in zip(missing, docs, strict=True):
-            _cache[text] = doc
+            _cache[text] = _repaired(doc)
         found = []
         for text in texts:
             _cache.move_to_end(text)

@@ -28,6 +28,7 @@ def kinds(text: str) -> list[str]:
     ("Peanuts put me in hospital once, so I have to avoid them.", "Peanuts put User in hospital once", "diet"),
     ("I'm a nurse.", "User works as a nurse", "occupation"),
     ("I prefer tea over coffee.", "User prefers tea over coffee", "preference"),
+    ("My son is called Rafael.", "Rafael is User's son", "family"),  # the recogniser takes "Rafael" for a place
 ])
 def test_everyday_statements_become_facts_of_their_kind(statement, fact, kind):
     found = read(statement)
@@ -132,3 +133,16 @@ def test_a_fact_is_said_to_the_person_with_its_verb_agreeing(stored, said):
 def test_a_fact_written_to_the_person_is_stored_in_the_third_person_and_reads_back_the_same(written, stored):
     assert to_stored(written) == stored
     assert to_person(stored) == to_person(to_stored(written))
+
+
+def test_a_past_form_the_tagger_took_for_a_present_gets_its_lemma_back():
+    from memory.engine.language import parse
+
+    forgot = parse("I forgot to mention it.")[1]
+    rent = parse("I rent a flat.")[1]  # "rent" is a verb of its own, not only the past of "rend"
+    assert (forgot.lemma_, forgot.tag_) == ("forget", "VBD")
+    assert rent.lemma_ == "rent"
+
+
+def test_the_days_news_told_in_the_past_is_no_fact():
+    assert facts("Took my nephew to the aquarium today.") == []

@@ -81,6 +81,14 @@ def name_span(token: Token) -> str:
     return token.doc[start:token.i + 1].text
 
 
+def _called(name: Token) -> bool:
+    """A name given as one ("is called Rafael", "named June", "whose name is Paris"), whatever the
+    entity recogniser took it for."""
+    head = name.head
+    return name.dep_ in ("oprd", "attr", "dobj") and (head.lemma_ in ("call", "name") or head.lemma_ == "be" and any(
+        c.lemma_ == "name" and c.dep_ in ("nsubj", "nsubjpass") for c in head.children))
+
+
 def people_in(sent: Span) -> Iterator[Reading]:
     for token in sent:
         lemma = token.lemma_.lower()
@@ -88,8 +96,8 @@ def people_in(sent: Span) -> Iterator[Reading]:
             continue
         relation = relation_of(token) if lemma not in lx.PET_SPECIES else (token.lower_ if _owned(token) else None)
         name = name_given(token)
-        if relation is None or name is None or name.ent_type_ in ("DATE", "TIME", "NORP") or (
-                name.ent_type_ in ("GPE", "LOC") and lemma not in lx.PET_SPECIES):
+        if relation is None or name is None or not _called(name) and (name.ent_type_ in ("DATE", "TIME", "NORP") or (
+                name.ent_type_ in ("GPE", "LOC") and lemma not in lx.PET_SPECIES)):
             continue
         if lemma in lx.OTHERS and not lasting(token):
             continue  # "my coworker Dmitri just got promoted": their news, not who they are to the person

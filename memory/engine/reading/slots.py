@@ -230,7 +230,8 @@ def passing(clause: Clause, sent: Span) -> bool:
     if kind_of(clause, SELF):
         return False  # "I'm working for Initech right now": a job, said now
     words = {t.lower_ for t in sent}
-    if tense_of(clause) == "past" and words & {"today", "tonight", "rn", "morning"} and not entities(clause, "DATE"):
+    dated = [e for e in entities(clause, "DATE") if not set(e.text.lower().split()) <= lx.NOW_WORDS | {"this"}]
+    if tense_of(clause) == "past" and words & {"today", "tonight", "rn", "morning"} and not dated:
         return True  # "woke up late, spilled coffee on my shirt": the day's news
     if words & {"rn", "atm"}:
         return True

@@ -32,6 +32,8 @@ def third_singular(verb: str, lemma: str) -> str:
     if lemma in _IRREGULAR_3SG:
         return _IRREGULAR_3SG[lemma]
     base = verb.lower()
+    if base != lemma.lower() and not base.startswith(lemma.lower()):
+        return base  # "forgot" the tagger took for a present: a past form keeps its own
     if base.endswith(("s", "sh", "ch", "x", "z", "o")):
         return base + "es"
     if base.endswith("y") and len(base) > 1 and base[-2] not in "aeiou":
