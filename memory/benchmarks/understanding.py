@@ -41,11 +41,14 @@ from memory.benchmarks import common
 
 DATA = Path(__file__).resolve().parent / "data"
 HALVES = {"tune": DATA / "understanding_tune.json", "fresh": DATA / "understanding_fresh.json"}
+# Requests not to keep something ("never store this: …"), each naming a detail, and controls that
+# mention forgetting while they state a fact (issue 49), in the same two halves.
+REQUESTS = DATA / "forget_requests.json"
 FACT_KINDS = ("health", "diet", "allergy", "family", "partner", "pet", "home", "origin", "language", "work",
               "education", "plan", "hobby", "preference", "possession", "routine", "identity")
 NO_FACT_KINDS = ("hypothetical", "others_news", "question", "small_talk", "mood", "opinion", "request")
 CHANGE_KINDS = ("change", "correction", "nonchange")
-TARGETS = {"recall": 0.90, "precision": 0.95, "false_promises": 0}
+TARGETS = {"recall": 0.90, "precision": 0.95, "false_promises": 0, "facts_from_requests": 0}
 # What a reply says when it claims to keep something.
 PROMISE = re.compile(r"\bI(?:'ll| will) (?:remember|keep|note|make a note)\b|\bI(?:'ve| have) (?:noted|saved|stored|"
                      r"remembered|made a note)\b|\bnoted\b|\bI'll keep (?:that|it) in mind\b", re.I)
@@ -165,6 +168,50 @@ def engine_statements(statements: Sequence[dict[str, Any]]) -> list[dict]:
     return [_statement_check(entry, facts_judged_offline(statement_in(entry["text"]))) for entry in statements]
 
 
+def load_requests(half: str) -> list[dict[str, Any]]:
+    """The half's requests not to keep and its controls, each {"text", "detail", "request"}."""
+    try:
+        halves = json.loads(REQUESTS.read_text(encoding="utf-8"))["halves"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise CommandError(f"{REQUESTS}: cannot read the requests: {exc}") from None
+    if half not in halves:
+        return []
+    return [{**entry, "request": request} for request, key in ((True, "requests"), (False, "controls"))
+            for entry in halves[half][key]]
+
+
+def _request_check(entry: dict[str, Any], facts: Sequence[str], reply: str = "") -> dict:
+    """A request: no fact at all may come of it, and no promise; a control: its fact is kept."""
+    kept = any(holds(fact, entry["detail"].split()) for fact in facts)
+    return {"text": entry["text"], "request": entry["request"], "facts": list(facts), "reply": reply,
+            "right": not facts if entry["request"] else kept,
+            "false_promise": entry["request"] and bool(PROMISE.search(reply))}
+
+
+def run_requests(env, entries: Sequence[dict[str, Any]], *, label: str, show: bool) -> list[dict]:
+    checks = []
+    for entry in common.progress_iter(entries, f"{label} requests", enabled=show):
+        user = env.make_user("understand")
+        reply = _turn(user, entry["text"], entry["text"][:40])
+        checks.append(_request_check(entry, _current_facts(user), reply))
+    return checks
+
+
+def engine_requests(entries: Sequence[dict[str, Any]]) -> list[dict]:
+    from memory.engine.facts import statement_in
+    from memory.services.facts import facts_judged_offline
+
+    return [_request_check(entry, facts_judged_offline(statement_in(entry["text"]))) for entry in entries]
+
+
+def request_scores(checks: Sequence[dict]) -> dict[str, Any]:
+    requests = [c for c in checks if c["request"]]
+    controls = [c for c in checks if not c["request"]]
+    return {"requests": len(requests), "facts_from_requests": sum(not c["right"] for c in requests),
+            "false_promises": sum(c["false_promise"] for c in requests), "controls": len(controls),
+            "controls_kept": sum(c["right"] for c in controls)}
+
+
 def _rate(part: int, whole: int) -> float | None:
     return round(part / whole, 3) if whole else None
 
@@ -219,10 +266,13 @@ def run(options: dict, stdout) -> dict:
     result: dict[str, Any] = {"benchmark": "understanding", "date": common.today(), "machine": common.machine(),
                               "engine_only": bool(options.get("engine")), "targets": TARGETS, "halves": {},
                               "show_misses": bool(options.get("misses"))}
+    requests = {name: load_requests(name)[:limit or None] for name in loaded}
     if options.get("engine"):
         for name, data in loaded.items():
             checks = engine_statements(data["statements"])
-            result["halves"][name] = {"capture": capture_scores(checks), "misses": _misses(checks, [])}
+            asked = engine_requests(requests[name])
+            result["halves"][name] = {"capture": capture_scores(checks), "requests": request_scores(asked),
+                                      "misses": _misses(checks, [], asked)}
         return result
     from memory.adapters import configured
 
@@ -232,12 +282,13 @@ def run(options: dict, stdout) -> dict:
         for name, data in loaded.items():
             checks = run_statements(env, data["statements"], label=name, show=show)
             changed = run_changes(env, data["changes"], label=name, show=show)
+            asked = run_requests(env, requests[name], label=name, show=show)
             result["halves"][name] = {"capture": capture_scores(checks), "changes": change_scores(changed),
-                                      "misses": _misses(checks, changed)}
+                                      "requests": request_scores(asked), "misses": _misses(checks, changed, asked)}
     return result
 
 
-def _misses(checks: Sequence[dict], changed: Sequence[dict]) -> list[str]:
+def _misses(checks: Sequence[dict], changed: Sequence[dict], asked: Sequence[dict] = ()) -> list[str]:
     lines = []
     for c in checks:
         if c["fact"] and not c["captured"] or not c["fact"] and c["facts"] or c["false_promise"]:
@@ -248,6 +299,8 @@ def _misses(checks: Sequence[dict], changed: Sequence[dict]) -> list[str]:
             lines.append(f"unanswered [{c['kind']}] {c['text'][:80]!r} → {c['answer'][:160]!r}")
     lines += [f"{c['kind']} {c['id']}: {c['say'][:80]!r} then {c['ask']!r} → {c['answer'][:160]!r}"
               for c in changed if not c["passed"]]
+    lines += [f"{'request stored' if c['request'] else 'control lost'}: {c['text'][:100]!r} → {c['facts']}"
+              for c in asked if not c["right"]]
     return lines
 
 
@@ -276,10 +329,16 @@ def render(result: dict) -> str:
             title = (f"{half}: changes and corrections (detection recall {_pct(changes['recall'])}, "
                      f"precision {_pct(changes['precision'])})")
             parts.append(common.render_table(["kind", "scripts", "passed", "rate"], rows, title=title))
+        if found.get("requests", {}).get("requests") or found.get("requests", {}).get("controls"):
+            asked = found["requests"]
+            parts.append(common.render_table(
+                ["requests", "facts stored from one", "false promises", "controls", "controls kept"],
+                [[asked["requests"], asked["facts_from_requests"], asked["false_promises"], asked["controls"],
+                  asked["controls_kept"]]], title=f"{half}: requests not to keep (\"never store this: …\")"))
         if result.get("show_misses"):
             parts.append("\n".join(f"  {line}" for line in found["misses"]))
     mode = "the offline reader alone" if result["engine_only"] else "offline engine, maintenance inline"
     parts.append(f"{result['date']}, {result['machine']}; {mode}. Targets on the fresh half: recall ≥ "
                  f"{TARGETS['recall']:.2f}, precision ≥ {TARGETS['precision']:.2f}, false promises "
-                 f"{TARGETS['false_promises']}.")
+                 f"{TARGETS['false_promises']}, facts from requests not to keep {TARGETS['facts_from_requests']}.")
     return "\n\n".join(parts)

@@ -17,7 +17,7 @@ from functools import lru_cache
 from .judging import STATES, STATES_NOTHING
 from .memory_talk import Intent, correction_parts
 from .memory_talk import detect as talk_request
-from .reading import EXCLUSIVE_SLOTS, Reading, mention_of, read, read_all
+from .reading import EXCLUSIVE_SLOTS, Reading, kept_back, mention_of, read, read_all
 
 # What a fact is: the reading of one clause.
 Fact = Reading
@@ -62,11 +62,12 @@ def judged_facts(text: str, likelihood: float | None) -> list[Fact]:
 
 def statement_in(message: str) -> str:
     """The words of a message that may state facts: all of them, but for a request to memory itself
-    ("forget that I …", "why do you think I …", carried out by memory/services/memory_talk.py),
+    ("forget that I …", "never store this: …", "why do you think I …", carried out by
+    memory/services/memory_talk.py),
     whose words are no new statement; a correction states its new words ("that's wrong, I live in
     Porto")."""
-    if not message.strip():
-        return ""
+    if not message.strip() or kept_back(message) is not None:
+        return ""  # a request not to keep ("never store this: …") states nothing to keep, whatever it says
     request = talk_request(message)
     if request is None:
         return message

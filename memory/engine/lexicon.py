@@ -169,3 +169,13 @@ REQUEST_VERBS = _words("""
 set remind book add schedule call text send find show tell give write make translate explain plan suggest recommend
 check help play list summarise summarize draft compose create generate describe cancel order
 """)
+# Asking memory to let something go: a verb of forgetting said to the assistant, or a verb of
+# keeping said to it with a "don't" (memory/engine/reading/requests.py).
+FORGETTING = _words("""
+forget erase delete remove wipe unlearn scrub purge clear disregard scrap bin unremember scratch strike expunge
+""")
+KEEPING = _words("""
+remember store save keep record note write log memorize memorise retain hold file jot track add put learn commit hang
+""")
+# "keep that between us", "keep it to yourself", "off the record": not to be kept at all.
+PRIVATE = _words("between private secret quiet yourself confidential record")

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from memory.engine.language import parse, parse_all
 from memory.engine.long_term import normalise_fact
-from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, normalise_statement, parts_of, read
+from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, kept_back, normalise_statement, parts_of, read
 from memory.engine.text import clean_text, content_terms, is_question
 from memory.engine.wording import to_person
 
@@ -92,9 +92,11 @@ def detect(message: str) -> Request | None:
         return Request(Intent.CORRECT, target)
     if match := _FORGET.match(text):
         target = match.group("target").strip()
-        if target.lower() == "that" or re.match(r"(?:it|this|everything|all|me)\b(?![' ]s\b)", target, re.I):
-            return None  # "forget it" is a way of speaking; erasing everything is the page's, confirmed
-        return Request(Intent.FORGET, target)
+        # "forget it" is a way of speaking; erasing everything is the page's, confirmed
+        if not (target.lower() == "that" or re.match(r"(?:it|this|everything|all|me)\b(?![' ]s\b)", target, re.I)):
+            return Request(Intent.FORGET, target)
+    if (kept := kept_back(text)) is not None:  # "never store this: …", "can you not remember where I work?"
+        return Request(Intent.FORGET, kept.target) if kept.target else None
     if not is_question(text) and (match := _SOFT_CORRECT.match(text)):
         target = (match.group("target") or match.group("target2") or "").strip()
         if target and len(target.split()) <= 30:

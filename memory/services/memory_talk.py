@@ -129,7 +129,8 @@ def _forget(user, page: DialoguePage, target: str) -> TalkReply:
     groups = talk.group(target, statements)
     _redact(page)
     if not groups:
-        return TalkReply("I found nothing like that in my memory, so there was nothing to forget.", talk.Intent.FORGET)
+        return TalkReply("I found nothing like that in my memory, and I haven't kept what you just told me.",
+                         talk.Intent.FORGET)
     if len(groups) > 1:
         return _ask(user, page, talk.Intent.FORGET, target, groups)
     if len(groups[0].members) > CONFIRM_ABOVE:

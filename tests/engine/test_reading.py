@@ -4,9 +4,11 @@ wishes, moods, requests, other people's news). Semantic assertions on the real E
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from memory.engine.reading import SELF, normalise_statement, read
+from memory.engine.reading import SELF, kept_back, normalise_statement, read
 from memory.engine.wording import to_person, to_stored
 
 
@@ -133,6 +135,36 @@ def test_a_fact_is_said_to_the_person_with_its_verb_agreeing(stored, said):
 def test_a_fact_written_to_the_person_is_stored_in_the_third_person_and_reads_back_the_same(written, stored):
     assert to_stored(written) == stored
     assert to_person(stored) == to_person(to_stored(written))
+
+
+@pytest.mark.parametrize(("message", "target_words"), [
+    ("Hey, forget that I live in Lisbon.", {"lisbon"}),
+    ("I want you to forget that I live in Lisbon.", {"lisbon"}),
+    ("Never store this: I live in Lisbon", {"lisbon"}),
+    ("Stop remembering that I live in Leeds.", {"leeds"}),
+    ("Please don't commit my address to memory, it's 4 Elm Road.", {"address"}),
+    ("No need to remember my PIN, it's 4471.", {"pin"}),
+    ("You don't have to remember that I'm diabetic.", {"diabetic"}),
+    ("Pretend I never mentioned that I'm job hunting.", {"job", "hunting"}),
+    ("I'm seeing a therapist, but keep that to yourself.", {"therapist"}),
+])
+def test_a_request_not_to_keep_is_read_with_what_it_points_at(message, target_words):
+    found = kept_back(message)
+    assert found is not None
+    assert target_words <= set(re.findall(r"[a-z]+", found.target.lower()))
+
+
+@pytest.mark.parametrize("message", [
+    "Did you forget that I'm vegan?",  # asks about memory
+    "Don't forget I'm vegan.",  # asks to keep
+    "Remember that I hate mushrooms.",
+    "I always forget my keys, I live alone in Brighton.",  # the speaker's own doing
+    "You forgot my birthday, it's on 3 May.",
+    "Forget the gym, I've taken up climbing.",  # nothing of the person's to let go
+    "I live in Leeds and don't keep chickens.",
+])
+def test_what_only_mentions_forgetting_or_keeping_is_no_request(message):
+    assert kept_back(message) is None
 
 
 def test_a_past_form_the_tagger_took_for_a_present_gets_its_lemma_back():

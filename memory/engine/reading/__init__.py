@@ -17,20 +17,24 @@ clauses, whose each is, whether it is asserted, its tense and negation), `kinds`
 about), `words` (the fact's words in the third person, its key, value and what it ends), `people`
 (family, friends and pets by name; the speaker's name and age), `slots` (reading one clause) and
 `reader` (whole statements: `read`, `read_all`, `mention_of`, their parts, stored facts read as the
-speaker's words, and what the clauses missed). Their public names are re-exported here.
+speaker's words, and what the clauses missed), and `requests` (a request not to keep: "forget that
+I …", "never store this: …"). Their public names are re-exported here.
 """
 
 from .clauses import EXCLUSIVE_SLOTS, SELF, Reading, clauses
 from .kinds import value_of
 from .reader import mention_of, normalise_statement, parts_of, read, read_all, read_doc
+from .requests import KeptBack, kept_back
 from .words import clause_text, third_singular
 
 __all__ = [
     "EXCLUSIVE_SLOTS",
+    "KeptBack",
     "SELF",
     "Reading",
     "clause_text",
     "clauses",
+    "kept_back",
     "mention_of",
     "normalise_statement",
     "parts_of",

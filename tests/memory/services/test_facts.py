@@ -199,14 +199,21 @@ def test_facts_read_at_their_turn_leave_the_vector_index_as_it_was_unless_asked(
     assert configured.vector_index().count(user_id=str(user.pk), kind="kb") == 1
 
 
-@pytest.mark.parametrize("request_to_memory", ["Forget that I live in Lyon.", "Why do you think I live in Lyon?"])
+@pytest.mark.parametrize("request_to_memory", [
+    "Forget that I live in Lyon.", "Why do you think I live in Lyon?",
+    # a request not to keep, however it is put (issue 49): no fact, no promise
+    "Hey, forget that I live in Lyon.", "I want you to forget that I live in Lyon.",
+    "Never store this: I live in Lyon", "I live in Lyon, but keep that to yourself.",
+    "Off the record: I live in Lyon.", "You don't need to remember that I live in Lyon.",
+])
 def test_a_request_to_memory_states_no_new_fact(make_user, request_to_memory):
     user = make_user()
     turn_run(user=user, message="I have a dog named Rex.")
-    page = turn_run(user=user, message=request_to_memory).page
+    result = turn_run(user=user, message=request_to_memory)
     assert not LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.FACT_ADDED, payload__source="turn",
-                                             payload__page_id=str(page.id)).exists()
+                                             payload__page_id=str(result.page.id)).exists()
     assert not KnowledgeFact.objects.filter(user=user, text__contains="Lyon").exists()
+    assert "remember that" not in result.reply.lower()
 
 
 def test_a_correction_that_finds_nothing_to_correct_is_remembered_as_told(make_user):

@@ -21,6 +21,7 @@ from memory.models import DialoguePage, LifecycleEvent, Sona
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import
 from memory.services.recall import recall_for_query
+from persona.models import KnowledgeFact
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 
@@ -97,3 +98,18 @@ def test_the_command_imports_a_claude_export_and_reports_what_it_skipped(make_us
     (tmp_path / "bad.json").write_text("[1, 2")
     with pytest.raises(CommandError, match="Nothing was imported: bad.json: not JSON"):
         call_command("import_history", str(tmp_path / "bad.json"), "--user", "ana", stdout=io.StringIO())
+
+
+def test_an_imported_request_not_to_keep_becomes_no_fact(make_user):
+    """A line of an export that asks not to keep something is read as a request, whoever's name
+    the page carries ("maya: …"), and what it names never becomes a fact (issue 49)."""
+    user = make_user("maya")
+    chat = ChatGPTConversation("Private", "pri")
+    chat.add("user", "I have a dog named Rex.")
+    chat.add("assistant", "Rex is a great name.")
+    chat.add("user", "Please don't store this anywhere: I'm moving to Oslo in May.")
+    chat.add("assistant", "Understood.")
+    history_import(user=user, data=chatgpt_json([chat]), name="conversations.json")
+    facts = list(KnowledgeFact.objects.filter(user=user).values_list("text", flat=True))
+    assert any("Rex" in text for text in facts)
+    assert not any("Oslo" in text for text in facts)
