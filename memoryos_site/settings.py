@@ -217,7 +217,8 @@ MEMORYOS = {
     # whether they get vector points of their own; whether a configured LLM reads them (a second call).
     "FACTS_AT_TURN": env_bool("MEMORYOS_FACTS_AT_TURN", True),
     "TURN_FACTS_INDEXED": env_bool("MEMORYOS_TURN_FACTS_INDEXED", False),
-    "TURN_FACTS_MODEL": env_bool("MEMORYOS_TURN_FACTS_MODEL", False),
+    "TURN_FACTS_MODEL": env_bool("MEMORYOS_TURN_FACTS_MODEL", True),
+    "FACTS_JUDGED": env_bool("MEMORYOS_FACTS_JUDGED", True),
     "AGENT_TRAIT_CAPACITY": env_int("MEMORYOS_AGENT_TRAIT_CAPACITY", 100),
     "TRAIT_DIMENSIONS": env_int("MEMORYOS_TRAIT_DIMENSIONS", 90),
     "HEAT_THRESHOLD": env_float("MEMORYOS_HEAT_THRESHOLD", 5.0),

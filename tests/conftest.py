@@ -106,7 +106,9 @@ def memory_env(settings, tmp_path, transactional_db):
 
     settings.QDRANT_URL = ""
     settings.QDRANT_PATH = tmp_path / "qdrant"
-    settings.MEMORYOS = {**settings.MEMORYOS, "MAINTENANCE_MODE": "sync"}
+    # A configured model reads each turn's facts by default (a second call a turn); the tests' scripted
+    # models answer the reply and maintenance alone, and the tests of the model's facts turn it on.
+    settings.MEMORYOS = {**settings.MEMORYOS, "MAINTENANCE_MODE": "sync", "TURN_FACTS_MODEL": False}
     settings.LLM_ENABLED = False
     _reset_index_and_model()
     yield settings

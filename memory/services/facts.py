@@ -132,13 +132,15 @@ def _model_facts(user_id: int, text: str) -> list[str] | None:
         return None
 
 
-def facts_read(*, user_id: int, text: str, judge: bool = True) -> tuple[list[str], str]:
-    """The fact texts a message states and how they were read ("model" or "offline"). `judge`:
-    the offline reader has the message's meaning judged too (facts_judged_offline)."""
-    found = _model_facts(user_id, text)
+def facts_read(*, user_id: int, text: str, live: bool = True) -> tuple[list[str], str]:
+    """The fact texts a message states and how they were read ("model" or "offline"). A live turn's
+    are read by the model where one is configured, or by the offline reader with its judgement by
+    meaning (facts_judged_offline); an imported page's (`live` False) by the parse alone: a history
+    of thousands of messages costs neither a model call nor a second embedding a page."""
+    found = _model_facts(user_id, text) if live else None
     if found is not None:
         return found, "model"
-    return facts_judged_offline(text, judge=judge), "offline"
+    return facts_judged_offline(text, judge=live), "offline"
 
 
 def facts_judged_offline(text: str, *, vector: Sequence[float] | None = None, judge: bool = True) -> list[str]:
@@ -267,7 +269,7 @@ def facts_from_turns(*, user_id: int, now: datetime | None = None) -> list[FactC
     facts_of_all(s for s in statements.values() if s)  # parsed in one batch
     # An imported history's pages (they carry utterances) are read by the parse alone: judging
     # each by its meaning would embed it once more.
-    read = {page.pk: facts_read(user_id=user_id, text=statements[page.pk], judge=not page.utterances)
+    read = {page.pk: facts_read(user_id=user_id, text=statements[page.pk], live=not page.utterances)
             if statements[page.pk] else ([], "offline") for page in pages}
     vectors = _vectors_of_new(user_id, [text for texts, _ in read.values() for text in texts])
     changes: list[FactChange] = []
@@ -300,7 +302,7 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
     statement = _statement_of(page)
     if not statement:
         return []
-    texts, via = read if read is not None else facts_read(user_id=user_id, text=statement, judge=not page.utterances)
+    texts, via = read if read is not None else facts_read(user_id=user_id, text=statement, live=not page.utterances)
     if not texts:
         return []
     by_text = vectors if vectors is not None else _vectors_of_new(user_id, texts)

@@ -182,6 +182,9 @@ def test_with_the_model_reading_turns_its_facts_are_stored_and_bad_answers_fall_
     assert facts_read(user_id=user.pk, text="I live in Porto.") == (["User lives in Porto"], "offline")
     assert LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.MODEL_OUTPUT_REJECTED,
                                          payload__task="turn_facts").exists()
+    calls = len(chat_model.calls)
+    assert facts_read(user_id=user.pk, text="I live in Porto.", live=False) == (["User lives in Porto"], "offline")
+    assert len(chat_model.calls) == calls  # an imported page costs no model call
 
 
 def test_facts_read_at_their_turn_leave_the_vector_index_as_it_was_unless_asked(make_user, memory_env):
