@@ -60,6 +60,7 @@ def judged_facts(text: str, likelihood: float | None) -> list[Fact]:
     return found
 
 
+@lru_cache(maxsize=8192)
 def statement_in(message: str) -> str:
     """The words of a message that may state facts: all of them, but for a request to memory itself
     ("forget that I …", "never store this: …", "why do you think I …", carried out by
@@ -101,10 +102,23 @@ def meaning(fact: Fact) -> tuple[str, ...]:
 def same_meaning(first: str, second: str) -> bool:
     """Whether two fact texts say the same thing, everything each says ("User is a pharmacist",
     "User works as a pharmacist"); the same text always does."""
-    if " ".join(first.lower().split()) == " ".join(second.lower().split()):
-        return True
-    a = meanings(first)
-    return bool(a) and a == meanings(second)
+    return same_meaning_at(first, [second]) is not None
+
+
+def same_meaning_at(text: str, others: Sequence[str]) -> int | None:
+    """The index of the first of `others` that says what `text` says (same_meaning), or None; the
+    text is read once however many others there are."""
+    words = _words(text)
+    said = meanings(text)
+    for i, other in enumerate(others):
+        if _words(other) == words or said and meanings(other) == said:
+            return i
+    return None
+
+
+@lru_cache(maxsize=8192)
+def _words(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 # --- the model's extraction ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ that share a word besides the target's are one memory told several times, others
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ _UNDO = re.compile(r"^\s*(?:please\s+)?(?:undo(?: that| it| the (?:last )?(?:cha
                    r"\s*[.!]*\s*$", re.I)
 
 
+@functools.lru_cache(maxsize=8192)  # read by several steps of a turn and of maintenance
 def detect(message: str) -> Request | None:
     """The memory request a message makes, or None for an ordinary message."""
     text = clean_text(message).strip()

@@ -38,7 +38,7 @@ from memory.engine.facts import (
     facts_of_all,
     judged_facts,
     said_by_person,
-    same_meaning,
+    same_meaning_at,
     statement_in,
     validate_turn_facts,
 )
@@ -228,7 +228,7 @@ def facts_to_note(*, user_id: int, message: str, known: Sequence[str],
     if not statement or facts_read_by_model():
         return []
     found = facts_judged_offline(statement, vector=vector if statement == message else None)
-    return [text for text in found if not any(same_meaning(text, k) for k in known)]
+    return [text for text in found if same_meaning_at(text, known) is None]
 
 
 FactListener = Callable[..., None]  # (*, user_id: int, page_id: str, changes: list[FactChange]) -> None
@@ -343,7 +343,8 @@ def _fact_put(user_id: int, *, text: str, page: DialoguePage, via: str, at: date
         return None
     existing = KnowledgeFact.objects.select_for_update().filter(user_id=user_id, normalised=normalised).first()
     if existing is None:
-        existing = next((f for f in current if same_meaning(f.text, text)), None)
+        at = same_meaning_at(text, [f.text for f in current])
+        existing = current[at] if at is not None else None
     if existing is not None:
         sources = [str(p) for p in existing.source_page_ids or ()]
         if str(page.id) not in sources:

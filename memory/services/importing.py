@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from memory.adapters import configured
 from memory.engine.facts import facts_of_all, said_by_person, statement_in
+from memory.engine.reading import parse_parts
 from memory.formats.locomo import Conversation, LocomoPage, conversation_pages, conversation_problems
 from memory.models import DialoguePage, PageStatus
 from memory.services import graph
@@ -115,8 +116,11 @@ def _read_up_front(items: Sequence[LocomoPage]) -> None:
     """The person's words of each page read by the language pipeline in one batch, so that the
     facts read after each page (memory/services/facts.py) find their parses ready: one batch costs
     less than a parse a page."""
-    facts_of_all(statement_in(said_by_person(item.query, [{"speaker": who, "text": text}
-                                                           for _, who, text in item.utterances])) for item in items)
+    said = [said_by_person(item.query, [{"speaker": who, "text": text} for _, who, text in item.utterances])
+            for item in items]
+    parse_parts(said)  # first: what a statement is (statement_in: a request?) is read on the parse too
+    found = facts_of_all(statement_in(text) for text in said)
+    parse_parts(fact.text for facts in found for fact in facts)  # read again as they are stored (same_meaning)
 
 
 def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) -> None:

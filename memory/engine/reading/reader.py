@@ -188,8 +188,13 @@ def mention_of(text: str) -> Reading | None:
                    clause=text)
 
 
+def parse_parts(texts: Iterable[str]) -> None:
+    """Many statements' parts parsed in one batch (the parses are cached for what reads them next)."""
+    parse_all(part for t in texts for part in parts_of(t))
+
+
 def read_all(texts: Iterable[str]) -> list[tuple[Reading, ...]]:
     """Many statements read, parsed in one batch."""
     texts = list(texts)
-    parse_all(part for t in texts for part in parts_of(t))
+    parse_parts(texts)
     return [read(t) for t in texts]

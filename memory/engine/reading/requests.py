@@ -13,6 +13,7 @@ the speaker's own doing; "don't forget I'm vegan" asks to keep.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .. import lexicon as lx
@@ -98,6 +99,9 @@ def _private(verb: Token) -> bool:
         for t in c.subtree)
 
 
+_LETTING_GO = lx.FORGETTING | lx.KEEPING
+
+
 def _target(tokens: list[Token]) -> str:
     words = [t for t in tokens if t.lower_ not in _BACK or t.dep_ not in ("dobj", "nsubj", "pobj")]
     while words and (words[0].lower_ in _WRAPPERS or words[0].is_punct):
@@ -109,7 +113,7 @@ def _target(tokens: list[Token]) -> str:
 
 def _asks_to_let_go(verb: Token) -> bool:
     lemma = verb.lemma_.lower()
-    if verb.pos_ not in ("VERB", "AUX") or not _addressed(verb):
+    if lemma not in _LETTING_GO or verb.pos_ not in ("VERB", "AUX") or not _addressed(verb):
         return False
     asks = (lemma in lx.FORGETTING and not _negated(verb)) or (lemma in lx.KEEPING and _negated(verb)) \
         or _private(verb)
@@ -140,6 +144,7 @@ def _pretended(verb: Token) -> list[Token] | None:
             for t in c.subtree]
 
 
+@lru_cache(maxsize=8192)
 def kept_back(text: str) -> KeptBack | None:
     """The request not to keep that a message makes, or None. The target is what it names; when it
     points back ("never store this: …", "… but keep that between us"), the message's other parts."""
