@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memory.adapters import configured
 from memory.engine.hybrid_scoring import PART_NAMES
+from memory.engine.retrieval import FRAME_TOKENS
 from memory.models import DialoguePage, RetrievalTrace, Segment, Tier
 from memory.recall.base import get_policy
 from memory.services.long_term import profile_update
@@ -101,12 +102,13 @@ def test_traits_enter_recall_whole(make_user, memory_env):
 
 
 def test_reply_context_respects_token_budget(make_user, memory_env):
-    tune(memory_env, PROMPT_TOKEN_BUDGET=120)
+    budget = 120 + FRAME_TOKENS  # the memory's frame (the rule, the block's tags) is counted as the system text is
+    tune(memory_env, PROMPT_TOKEN_BUDGET=budget)
     user = make_user()
     fill(user, ["A fairly long message about my garden, roses, tulips and the compost heap. " * 3] * 5)
     result = turn_run(user=user, message="What grows in my garden?")
-    assert result.prompt.tokens <= 120 + 40  # budget plus the per-section headers
-    assert result.prompt.dropped
+    assert result.prompt.tokens <= budget + 40  # budget plus the per-section headers
+    assert result.prompt.included and result.prompt.dropped
 
 
 def test_hybrid_policy_ranks_single_utterances(make_user, memory_env):
