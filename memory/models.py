@@ -71,6 +71,10 @@ class UserMemoryState(models.Model):
     long_term_threshold = models.FloatField(default=0.01)
     # The last page seq whose turn has been recollected (maintenance makes recollections once a turn).
     recollected_seq = models.BigIntegerField(default=0)
+    # The person's one import at a time, across processes (memory/services/import_claims.py): the
+    # running import's token, and when its claim lapses unless renewed (a run that died frees it).
+    import_claim = models.CharField(max_length=32, blank=True, default="")
+    import_claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         # Staff are given these (the "Operators" group has them), not is_superuser alone.

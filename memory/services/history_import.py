@@ -24,6 +24,7 @@ from memory.formats.locomo import Conversation
 from memory.models import LifecycleEvent
 from memory.services.common import MemoryInputError
 from memory.services.events import event_record
+from memory.services.import_claims import import_claimed
 from memory.services.importing import conversation_import, conversations_validate
 
 
@@ -61,14 +62,17 @@ def history_read(*, user, data: bytes, name: str) -> tuple[str, list[History], C
     return kind, histories, whole
 
 
-def history_import(*, user, data: bytes, name: str, progress: bool = False,
+def history_import(*, user, data: bytes, name: str, progress: bool = False, claim: str | None = None,
                    on_page: Callable[[int, int], None] | None = None) -> HistoryImportReport:
     """Store the export's exchanges as pages of `user` (module doc); what was read, added and skipped.
-    `on_page(done, total)` is told after each page stored."""
+    `on_page(done, total)` is told after each page stored. One import at a time for a person:
+    `claim`, the caller's claim (memory/services/import_claims.py), or one taken before the file is
+    read (ImportRunning when another import holds it)."""
     started = time.perf_counter()
-    kind, histories, whole = history_read(user=user, data=data, name=name)
-    report = (conversation_import(user=user, conversation=whole, progress=progress, on_page=on_page)
-              if whole.sessions else None)
+    with import_claimed(user=user, claim=claim) as token:
+        kind, histories, whole = history_read(user=user, data=data, name=name)
+        report = (conversation_import(user=user, conversation=whole, progress=progress, on_page=on_page,
+                                      claim=token) if whole.sessions else None)
     summary = histories_summary(histories)
     event_record(user_id=user.pk, kind=LifecycleEvent.Kind.HISTORY_IMPORTED, subject_id=kind, format=kind,
                  file=name[:200], conversations=summary["conversations"], messages=summary["messages"],

@@ -35,6 +35,7 @@ from memory.formats.locomo import Conversation, LocomoPage, conversation_pages, 
 from memory.models import DialoguePage, PageStatus
 from memory.services import graph
 from memory.services.common import MemoryInputError, text_problem
+from memory.services.import_claims import import_claimed, import_renew
 from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_reply_store, page_start, page_text
 from memory.services.users import SONA_NAME_MAX_CHARS, sona_get_or_create
@@ -132,7 +133,7 @@ def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) 
 
 
 def conversation_import(*, user, conversation: Conversation, progress: bool = False,
-                        batched: bool | None = None,
+                        batched: bool | None = None, claim: str | None = None,
                         on_page: Callable[[int, int], None] | None = None) -> ImportReport:
     """Each pair of speaker runs becomes a page with its original time and source turn ids;
     maintenance runs after every page, as it would after every live turn. Pages stored by an
@@ -140,11 +141,22 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
 
     batched (default: when no chat model is configured, whose calls must not hold a transaction
     open): a transaction per batch of pages, the graph re-addressed once in it (module doc).
-    `on_page(done, total)` is told after each page stored (a page in the browser shows it)."""
+    `on_page(done, total)` is told after each page stored (a page in the browser shows it).
+
+    One import runs at a time for a person (memory/services/import_claims.py): `claim` is the token
+    of a claim the caller holds already; without one the import claims it, or is refused
+    (ImportRunning) before it stores anything."""
+    conversations_validate([conversation])
+    with import_claimed(user=user, claim=claim) as token:
+        return _conversation_store(user, conversation, progress=progress, batched=batched, claim=token,
+                                   on_page=on_page)
+
+
+def _conversation_store(user, conversation: Conversation, *, progress: bool, batched: bool | None, claim: str,
+                        on_page: Callable[[int, int], None] | None) -> ImportReport:
     if batched is None:
         batched = configured.chat_model() is None
     started = time.perf_counter()
-    conversations_validate([conversation])
     sona = sona_get_or_create(user=user, name=conversation.speaker_b,
                               profile=f"{conversation.speaker_b}, talking with {conversation.speaker_a}.")
     pages = conversation_pages(conversation, max_chars=settings.MEMORYOS["MAX_MESSAGE_CHARS"])
@@ -157,6 +169,7 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
         if start % EMBED_PAGES == 0:
             page_vectors, said_vectors = _embed_up_front([item for item, _ in todo[start:start + EMBED_PAGES]])
             _read_up_front([item for item, _ in todo[start:start + EMBED_PAGES]])
+        import_renew(user=user, claim=claim)
         with graph.readdress_once() if batched else nullcontext():
             for item, existing in batch:
                 _store(user, sona, item, page_vectors[page_text(item.query, item.response)], existing)

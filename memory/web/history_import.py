@@ -6,7 +6,8 @@ file is refused at once with its first problem, and nothing is stored); the page
 on a thread of this server process (memory/runtime/threads.py), which owns the vector index, and
 the page polls its progress (htmx, every second) from Django's cache: Redis when configured, so
 any server process can answer.
-One import runs at a time for a person.
+One import runs at a time for a person, across processes (memory/services/import_claims.py): the
+claim is taken before the upload is read.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from django.views.decorators.http import require_http_methods
 from memory.runtime.threads import work_on_thread
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import, history_read
+from memory.services.import_claims import import_claim, import_release
 from memory.web.htmx import refused_status
 
 log = logging.getLogger(__name__)
@@ -51,9 +53,9 @@ def _save(job: str, **state: Any) -> None:
     cache.set(_key(job), {**(cache.get(_key(job)) or {}), **state}, JOB_TTL_S)
 
 
-def _run(job: str, user, data: bytes, name: str) -> None:
+def _run(job: str, user, data: bytes, name: str, claim: str) -> None:
     try:
-        report = history_import(user=user, data=data, name=name,
+        report = history_import(user=user, data=data, name=name, claim=claim,
                                 on_page=lambda done, total: _save(job, done=done, total=total))
         _save(job, status="done", report=report.as_dict())
     except MemoryInputError as exc:
@@ -72,15 +74,19 @@ def _start(request) -> str:
     limit = settings.MEMORYOS_HISTORY_IMPORT_MAX_BYTES
     if upload.size > limit:
         raise MemoryInputError(f"The file is {upload.size:,} bytes; at most {limit:,} are read.")
-    data = upload.read()
-    kind, histories, whole = history_read(user=request.user, data=data, name=upload.name)  # refused whole here
-    job = uuid.uuid4().hex
-    if not cache.add(_running_key(request.user.pk), job, JOB_TTL_S):
-        raise MemoryInputError("An import of yours is still running; wait for it to finish.")
-    total = sum(len(turns) for _, _, turns in whole.sessions)
-    _save(job, user_id=request.user.pk, status="running", name=upload.name, format=kind,
-          conversations=len(histories), done=0, total=total)
-    work_on_thread("history-import", _run, job, request.user, data, upload.name)
+    claim = import_claim(user=request.user)  # before the file is read: one import at a time, in any process
+    try:
+        data = upload.read()
+        kind, histories, whole = history_read(user=request.user, data=data, name=upload.name)  # refused whole here
+        job = uuid.uuid4().hex
+        cache.set(_running_key(request.user.pk), job, JOB_TTL_S)
+        total = sum(len(turns) for _, _, turns in whole.sessions)
+        _save(job, user_id=request.user.pk, status="running", name=upload.name, format=kind,
+              conversations=len(histories), done=0, total=total)
+        work_on_thread("history-import", _run, job, request.user, data, upload.name, claim)
+    except BaseException:
+        import_release(user=request.user, claim=claim)
+        raise
     return job
 
 
