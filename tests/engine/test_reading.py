@@ -178,3 +178,8 @@ def test_a_past_form_the_tagger_took_for_a_present_gets_its_lemma_back():
 
 def test_the_days_news_told_in_the_past_is_no_fact():
     assert facts("Took my nephew to the aquarium today.") == []
+
+
+def test_went_with_what_one_became_is_a_change_and_where_one_went_is_not():
+    assert [(r.slot, r.value, r.change) for r in read("I went vegan in January.")] == [("diet", "vegan", True)]
+    assert not any(r.change for r in read("I went to Paris last week."))

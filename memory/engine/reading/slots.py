@@ -61,7 +61,15 @@ def _denied(clause: Clause) -> str:
 
 def _changed(clause: Clause, sent: Span) -> bool:
     words = {t.lemma_.lower() for t in sent} | {t.lower_ for t in sent}
-    return bool(words & lx.CHANGE_WORDS) or "no longer" in sent.text.lower()
+    return bool(words & lx.CHANGE_WORDS) or "no longer" in sent.text.lower() or _went(clause)
+
+
+def _went(clause: Clause) -> bool:
+    """ "I went vegan", "we went freelance": "went" with what one became, not where one went."""
+    head = clause.head
+    return head.lemma_.lower() == "go" and head.tag_ == "VBD" and any(
+        c.dep_ in ("acomp", "dobj", "attr", "oprd") and c.pos_ in ("ADJ", "NOUN") and not c.lower_.endswith("ing")
+        and c.ent_type_ not in ("GPE", "LOC", "FAC") for c in head.children)
 
 
 def _slot_reading(clause: Clause, whose: str, slot: str, sent: Span) -> Reading | None:
