@@ -386,8 +386,13 @@ MEMORYOS_OPENAI = {
     "CONTEXT_SHARE": env_float("MEMORYOS_OPENAI_CONTEXT_SHARE", 0.5),
     "MAX_MESSAGES": env_int("MEMORYOS_OPENAI_MAX_MESSAGES", 500),
 }
-# A chat history uploaded on /settings/import/ (memory/web/history_import.py): read whole in memory.
+# A chat history uploaded on /settings/import/ (memory/web/history_import.py) or given to
+# `manage.py import_history`: the upload's size (a zip as sent), then, as the file is read as a
+# stream, its bytes once unpacked and the messages kept (memory/formats/histories.py Limits).
 MEMORYOS_HISTORY_IMPORT_MAX_BYTES = env_int("MEMORYOS_HISTORY_IMPORT_MAX_BYTES", 100 * 1024 * 1024)
+MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES = env_int("MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES", 64 * 1024 * 1024)
+MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES = env_int("MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES", 20_000)
+MEMORYOS_HISTORY_IMPORT_READERS = env_int("MEMORYOS_HISTORY_IMPORT_READERS", 2)  # uploads read at once, per process
 # Django's cache holds the API's rate limits: Redis when configured, shared by every process.
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,

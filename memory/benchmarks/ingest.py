@@ -69,12 +69,13 @@ def _conversation(options: dict) -> Conversation:
     from django.conf import settings
 
     from memory.benchmarks.exports import large_chatgpt_export
-    from memory.formats.histories import HistoryFormatError, export_conversation, read_export
+    from memory.formats.histories import HistoryFormatError, Limits, export_conversation, read_export, read_export_file
     from memory.formats.locomo import LocomoFormatError
 
     limit = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
+    unbounded = Limits(max_bytes=1 << 40, max_messages=1 << 40)  # a benchmark's own file: no upload caps
     if options["chatgpt_messages"]:
-        kind, histories = read_export(large_chatgpt_export(options["chatgpt_messages"]))
+        kind, histories = read_export(large_chatgpt_export(options["chatgpt_messages"]), limits=unbounded)
         return export_conversation(kind, histories, person="bench", max_chars=limit, name="chatgpt-export")
     if options["file"] is None:
         raise CommandError("name a file or --chatgpt-messages N")
@@ -82,7 +83,7 @@ def _conversation(options: dict) -> Conversation:
         return load_conversations(options["file"])[options["sample"]]
     except LocomoFormatError:
         try:
-            kind, histories = read_export(Path(options["file"]).read_bytes(), name=Path(options["file"]).name)
+            kind, histories = read_export_file(Path(options["file"]), limits=unbounded)
         except (HistoryFormatError, OSError) as exc:
             raise CommandError(f"{options['file']}: neither LoCoMo nor a chat export: {exc}") from None
         return export_conversation(kind, histories, person="bench", max_chars=limit, name=Path(options["file"]).name)

@@ -14,7 +14,10 @@ into conversations of the LoCoMo shape (memory/formats/locomo.py) that the impor
 Only the person's and the assistant's text turns are kept; system, tool and hidden messages, and
 messages without text (images, files, code runs) are skipped and counted by reason. Every message
 keeps its time (one without a time takes the one before it, or the conversation's). A file is read
-whole before anything is kept: the first problem stops it, named by its place and reason.
+to its end before anything is kept: the first problem stops it, named by its place and reason. It is
+read as a stream (ijson), one conversation at a time, within Limits: bytes once unpacked, messages
+kept, and per conversation its bytes, values and depth, so that a small zip that inflates to
+gigabytes, or a deeply nested file, is refused at the limit rather than held in memory.
 
 Each exchange (the person's messages and the answers that follow them) becomes a session of its own,
 dated by its first message, so that every page keeps the time it was said; a message longer than a
@@ -28,18 +31,22 @@ import io
 import json
 import re
 import zipfile
+import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import ijson
+from ijson.common import ObjectBuilder
 
 from memory.formats.locomo import Conversation, Turn
 
 FORMATS = ("chatgpt", "claude", "transcript")
 ASSISTANT_NAMES = {"chatgpt": "ChatGPT", "claude": "Claude", "transcript": "Assistant"}
-MAX_FILE_BYTES = 512 * 1024 * 1024  # an export's conversations.json, even inside a zip
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC)  # before any chat assistant: a time that says 0 or garbage
 LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 
@@ -68,74 +75,194 @@ class History:
 
 # --- reading the file ---------------------------------------------------------------------------
 
-def read_export(data: bytes, *, name: str = "conversations.json") -> tuple[str, list[History]]:
+@dataclass(frozen=True)
+class Limits:
+    """What one export may cost to read. The file is read as a stream, one conversation at a time,
+    so memory follows what is kept (the messages' text), never the file's size once unpacked:
+    - max_bytes: bytes read once uncompressed (a zip's conversations.json counts as it inflates);
+    - max_messages: messages kept across the export;
+    - max_conversation_bytes: bytes one conversation (or one transcript line) may span;
+    - max_values: JSON values in one conversation, max_depth: how deep they may nest."""
+
+    max_bytes: int = 64 * 1024 * 1024
+    max_messages: int = 20_000
+    max_conversation_bytes: int = 16 * 1024 * 1024
+    max_values: int = 1_000_000
+    max_depth: int = 32
+
+
+class _Capped(io.RawIOBase):
+    """A binary stream that refuses to give more than `limits.max_bytes` in all, or more than
+    `limits.max_conversation_bytes` between two marks (the reader marks each conversation's end)."""
+
+    def __init__(self, raw: BinaryIO, limits: Limits, name: str):
+        self._raw, self._limits, self._name = raw, limits, name
+        self.count = self._mark = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._raw.read(len(buffer))
+        self.count += len(data)
+        if self.count > self._limits.max_bytes:
+            raise HistoryFormatError(f"{self._name}: more than {self._limits.max_bytes:,} bytes once "
+                                     f"unpacked; at most {self._limits.max_bytes:,} are read")
+        if self.count - self._mark > self._limits.max_conversation_bytes:
+            raise HistoryFormatError(f"{self._name}: one conversation or line spans more than "
+                                     f"{self._limits.max_conversation_bytes:,} bytes")
+        buffer[:len(data)] = data
+        return len(data)
+
+    def mark(self) -> None:
+        self._mark = self.count
+
+
+def read_export(data: bytes, *, name: str = "conversations.json",
+                limits: Limits = Limits()) -> tuple[str, list[History]]:
     """The format and the conversations of an export's bytes (a zip, JSON or JSON Lines)."""
-    if data[:4] == b"PK\x03\x04":
-        return read_export(_from_zip(data), name="conversations.json (in the zip)")
-    text = _decode(data, name)
-    if name.endswith(".jsonl") or _looks_like_lines(text):
-        return "transcript", [_transcript(text, name)]
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        line = getattr(exc, "lineno", "?")
-        raise HistoryFormatError(f"{name}: not JSON (line {line}: {getattr(exc, 'msg', exc)})") from None
-    if not isinstance(parsed, list):
-        raise HistoryFormatError(f"{name}: expected a list of conversations, got {type(parsed).__name__}")
-    kind = _detect(parsed, name)
-    read = _chatgpt if kind == "chatgpt" else _claude
-    return kind, [read(raw, f"{name}: conversation {index}") for index, raw in enumerate(parsed)]
+    return read_export_stream(io.BytesIO(data), name=name, limits=limits)
 
 
-def read_export_file(path: Path) -> tuple[str, list[History]]:
+def read_export_file(path: Path, *, limits: Limits = Limits()) -> tuple[str, list[History]]:
     try:
-        size = path.stat().st_size
+        with path.open("rb") as stream:
+            return read_export_stream(stream, name=path.name, limits=limits)
     except OSError as exc:
         raise HistoryFormatError(f"{path}: {exc.strerror or exc}") from None
-    if size > MAX_FILE_BYTES:
-        raise HistoryFormatError(f"{path}: {size:,} bytes; at most {MAX_FILE_BYTES:,} are read")
-    return read_export(path.read_bytes(), name=path.name)
 
 
-def _from_zip(data: bytes) -> bytes:
+def read_export_stream(stream: BinaryIO, *, name: str = "conversations.json",
+                       limits: Limits = Limits()) -> tuple[str, list[History]]:
+    """The format and the conversations of a seekable binary stream (module doc), read within
+    `limits`: the first problem, or the first limit passed, stops it."""
+    if stream.read(4) == b"PK\x03\x04":
+        stream.seek(0)
+        with _zip_member(stream) as member:
+            return _read_text_stream(member, "conversations.json (in the zip)", limits)
+    stream.seek(0)
+    return _read_text_stream(stream, name, limits)
+
+
+@contextmanager
+def _zip_member(stream: BinaryIO) -> Iterator[BinaryIO]:
+    """The export's conversations.json inside its zip, inflated as it is read."""
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
+        archive = zipfile.ZipFile(stream)
         names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
         if not names:
             raise HistoryFormatError("the zip holds no conversations.json (is it the export's zip?)")
-        info = archive.getinfo(min(names, key=len))
-        if info.file_size > MAX_FILE_BYTES:
-            raise HistoryFormatError(f"conversations.json in the zip is {info.file_size:,} bytes; "
-                                     f"at most {MAX_FILE_BYTES:,} are read")
-        return archive.read(info)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError) as exc:
+        with archive.open(min(names, key=len)) as member:
+            yield member
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, zlib.error) as exc:
         raise HistoryFormatError(f"the zip cannot be read: {exc}") from None
 
 
-def _decode(data: bytes, name: str) -> str:
+def _read_text_stream(raw: BinaryIO, name: str, limits: Limits) -> tuple[str, list[History]]:
+    capped = io.BufferedReader(_Capped(raw, limits, name), buffer_size=64 * 1024)
+    first = _first_char(capped, name)
+    if first == "{" or name.endswith(".jsonl"):
+        return "transcript", [_transcript(_lines(capped, name, limits), name, limits)]
+    if first != "[":
+        raise HistoryFormatError(f"{name}: not JSON (it starts with {first!r}, not a list of conversations)")
+    kind, histories, messages = None, [], 0
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise HistoryFormatError(f"{name}: not UTF-8 text (byte {exc.start})") from None
-
-
-def _looks_like_lines(text: str) -> bool:
-    first = text.lstrip()[:1]
-    return first == "{" and "\n" in text.strip()
-
-
-def _detect(parsed: list, name: str) -> str:
-    for index, raw in enumerate(parsed):
-        if isinstance(raw, dict) and "mapping" in raw:
-            return "chatgpt"
-        if isinstance(raw, dict) and "chat_messages" in raw:
-            return "claude"
-        if not isinstance(raw, dict):
-            raise HistoryFormatError(f"{name}: conversation {index} is not an object")
-    if not parsed:
+        for index, raw_item in enumerate(_items(capped, name, limits)):
+            kind = kind or _detect_one(raw_item, index, name)
+            read = _chatgpt if kind == "chatgpt" else _claude
+            history = read(raw_item, f"{name}: conversation {index}")
+            messages += len(history.messages)
+            if messages > limits.max_messages:
+                raise HistoryFormatError(f"{name}: more than {limits.max_messages:,} messages; "
+                                         f"at most {limits.max_messages:,} are read from one file")
+            histories.append(history)
+    except ijson.JSONError as exc:
+        raise HistoryFormatError(f"{name}: {_json_problem(exc)}") from None
+    if kind is None:
         raise HistoryFormatError(f"{name}: the export holds no conversation")
+    return kind, histories
+
+
+def _first_char(stream: io.BufferedReader, name: str) -> str:
+    """The first character after a byte-order mark and white space ("" for an empty file); bytes
+    that are not UTF-8 are refused here, before any parser sees them."""
+    head = stream.peek(4096)[:4096]
+    if head.startswith(b"\xef\xbb\xbf"):
+        stream.read(3)
+        head = head[3:]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data":  # not merely a character cut at the window's end
+            raise HistoryFormatError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        text = head[:exc.start].decode("utf-8")
+    stripped = text.lstrip()
+    if not stripped and len(head) < 4096:
+        raise HistoryFormatError(f"{name}: the file is empty")
+    return stripped[:1]
+
+
+def _items(stream: io.BufferedReader, name: str, limits: Limits) -> Iterator[Any]:
+    """The items of the file's top-level list, each built whole in turn within the limits on
+    values and depth; a mark after each (_Capped)."""
+    events = ijson.basic_parse(stream, use_float=True)
+    kind, _ = next(events)
+    if kind != "start_array":
+        raise HistoryFormatError(f"{name}: expected a list of conversations")
+    builder, depth, values = None, 0, 0
+    for kind, value in events:
+        if depth == 0:
+            if kind == "end_array":
+                break
+            builder, values = ObjectBuilder(), 0
+        builder.event(kind, value)
+        values += 1
+        if kind in ("start_map", "start_array"):
+            depth += 1
+            if depth > limits.max_depth:
+                raise HistoryFormatError(f"{name}: conversation nests deeper than {limits.max_depth} levels")
+        elif kind in ("end_map", "end_array"):
+            depth -= 1
+        if values > limits.max_values:
+            raise HistoryFormatError(f"{name}: one conversation holds more than {limits.max_values:,} values")
+        if depth == 0:
+            yield builder.value
+            stream.raw.mark()
+    for _ in events:  # anything after the list is an error of the parser's
+        pass
+
+
+def _json_problem(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "UTF8" in text or "utf-8" in text.lower():
+        return "not UTF-8 text"
+    if "premature EOF" in text:
+        return "not JSON (the file ends too soon: is it whole?)"
+    return f"not JSON ({text.removeprefix('parse error: ').removeprefix('lexical error: ')})"
+
+
+def _detect_one(raw: Any, index: int, name: str) -> str:
+    if not isinstance(raw, dict):
+        raise HistoryFormatError(f"{name}: conversation {index} is not an object")
+    if "mapping" in raw:
+        return "chatgpt"
+    if "chat_messages" in raw:
+        return "claude"
     raise HistoryFormatError(f"{name}: neither ChatGPT's export (conversations with 'mapping') nor Claude's "
                              "(conversations with 'chat_messages')")
+
+
+def _lines(stream: io.BufferedReader, name: str, limits: Limits) -> Iterator[tuple[int, str]]:
+    """The file's lines, numbered from 1, each decoded; a line longer than max_conversation_bytes is
+    refused as it is read (_Capped)."""
+    number = 0
+    while line := stream.readline():
+        number += 1
+        stream.raw.mark()
+        try:
+            yield number, line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise HistoryFormatError(f"{name}: line {number}: not UTF-8 text (byte {exc.start})") from None
 
 
 # --- times ------------------------------------------------------------------------------------
@@ -292,10 +419,10 @@ def _claude(raw: Any, where: str) -> History:
 
 # --- transcripts --------------------------------------------------------------------------------
 
-def _transcript(text: str, name: str) -> History:
+def _transcript(lines: Iterable[tuple[int, str]], name: str, limits: Limits) -> History:
     skipped: Counter = Counter()
     kept = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in lines:
         if not line.strip():
             continue
         place = f"{name}: line {number}"
@@ -305,6 +432,9 @@ def _transcript(text: str, name: str) -> History:
             raise HistoryFormatError(f"{place}: not a JSON object") from None
         if not isinstance(row, dict):
             raise HistoryFormatError(f"{place}: not a JSON object")
+        if not kept and not skipped and "role" not in row:
+            raise HistoryFormatError(f"{name}: expected a list of conversations, or JSON Lines of messages "
+                                     "with 'role' and 'content'")
         role = _string(row, "role", place)
         content = _string(row, "content", place).strip()
         moment = _time(row.get("time"), f"{place}, field 'time'")
@@ -314,6 +444,9 @@ def _transcript(text: str, name: str) -> History:
             skipped["empty"] += 1
         else:
             kept.append((f"L{number}", role, content, moment))
+            if len(kept) > limits.max_messages:
+                raise HistoryFormatError(f"{name}: more than {limits.max_messages:,} messages; "
+                                         f"at most {limits.max_messages:,} are read from one file")
     if not kept:
         raise HistoryFormatError(f"{name}: no user or assistant message with text")
     title = Path(name).stem

@@ -4,22 +4,31 @@ exports, JSON Lines transcripts) through the same write path as a LoCoMo replay
 each, utterances indexed, facts extracted as for any page.
 
 The whole file is read and checked before anything is stored (the first problem named by its
-place); the exchanges of every conversation in it are stored in the order they were said, under a
-sona named after the assistant (ChatGPT, Claude, Assistant), the person speaking under their
-profile name (else their user name), as live turns index them. A second run adds nothing, and an
-interrupted one adds what is missing: a page is known by its source message ids and its time.
+place), as a stream within MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES (64 MiB) and
+MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES (20,000), once the person's import claim is taken. The
+exchanges of every conversation in it are stored in the order they were said, under a sona named
+after the assistant (ChatGPT, Claude, Assistant), the person speaking under their profile name
+(else their user name), as live turns index them. A second run adds nothing, and an interrupted one
+adds what is missing: a page is known by its source message ids and its time.
 """
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 from django.conf import settings
 
-from memory.formats.histories import History, HistoryFormatError, export_conversation, histories_summary, read_export
+from memory.formats.histories import (
+    HistoryFormatError,
+    Limits,
+    export_conversation,
+    histories_summary,
+    read_export_stream,
+)
 from memory.formats.locomo import Conversation
 from memory.models import LifecycleEvent
 from memory.services.common import MemoryInputError
@@ -49,20 +58,61 @@ def _person_name(user) -> str:
     return (profile.name if profile is not None and profile.name else user.get_username()).strip()
 
 
-def history_read(*, user, data: bytes, name: str) -> tuple[str, list[History], Conversation]:
-    """The export read and checked whole, as one conversation in the order things were said;
-    MemoryInputError names the first problem, and nothing is stored."""
+@dataclass(frozen=True)
+class HistoryRead:
+    """An export read and checked: its format, the whole of it as one conversation, and its counts."""
+
+    format: str
+    conversation: Conversation
+    summary: dict[str, Any]
+    titles: list[str]
+
+    @property
+    def pages(self) -> int:
+        return sum(len(turns) for _, _, turns in self.conversation.sessions)
+
+
+def _limits() -> Limits:
+    return Limits(max_bytes=settings.MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES,
+                  max_messages=settings.MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES)
+
+
+def history_read(*, user, data: bytes | BinaryIO, name: str) -> HistoryRead:
+    """The export (its bytes, or a seekable binary stream) read and checked whole, as one
+    conversation in the order things were said; MemoryInputError names the first problem or the
+    limit passed, and nothing is stored."""
+    stream = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
     try:
-        kind, histories = read_export(data, name=name)
+        kind, histories = read_export_stream(stream, name=name, limits=_limits())
     except HistoryFormatError as exc:
         raise MemoryInputError(f"Nothing was imported: {exc}") from None
     whole = export_conversation(kind, histories, person=_person_name(user), name=name,
                                 max_chars=settings.MEMORYOS["MAX_MESSAGE_CHARS"])
     conversations_validate([whole])
-    return kind, histories, whole
+    return HistoryRead(format=kind, conversation=whole, summary=histories_summary(histories),
+                       titles=[h.title for h in histories if h.title])
 
 
-def history_import(*, user, data: bytes, name: str, progress: bool = False, claim: str | None = None,
+def history_store(*, user, read: HistoryRead, name: str, claim: str, progress: bool = False,
+                  on_page: Callable[[int, int], None] | None = None) -> HistoryImportReport:
+    """Store an export already read (history_read) under the person's import claim (module doc)."""
+    started = time.perf_counter()
+    whole = read.conversation
+    report = (conversation_import(user=user, conversation=whole, progress=progress, on_page=on_page,
+                                  claim=claim) if whole.sessions else None)
+    summary = read.summary
+    event_record(user_id=user.pk, kind=LifecycleEvent.Kind.HISTORY_IMPORTED, subject_id=read.format,
+                 format=read.format, file=name[:200], conversations=summary["conversations"],
+                 messages=summary["messages"], added=report.added if report else 0,
+                 already=report.already if report else 0, skipped=summary["skipped"])
+    return HistoryImportReport(
+        format=read.format, conversations=summary["conversations"], messages=summary["messages"],
+        pages=report.pages if report else 0, added=report.added if report else 0,
+        already=report.already if report else 0, seconds=time.perf_counter() - started,
+        skipped=summary["skipped"], titles=read.titles)
+
+
+def history_import(*, user, data: bytes | BinaryIO, name: str, progress: bool = False, claim: str | None = None,
                    on_page: Callable[[int, int], None] | None = None) -> HistoryImportReport:
     """Store the export's exchanges as pages of `user` (module doc); what was read, added and skipped.
     `on_page(done, total)` is told after each page stored. One import at a time for a person:
@@ -70,16 +120,7 @@ def history_import(*, user, data: bytes, name: str, progress: bool = False, clai
     read (ImportRunning when another import holds it)."""
     started = time.perf_counter()
     with import_claimed(user=user, claim=claim) as token:
-        kind, histories, whole = history_read(user=user, data=data, name=name)
-        report = (conversation_import(user=user, conversation=whole, progress=progress, on_page=on_page,
-                                      claim=token) if whole.sessions else None)
-    summary = histories_summary(histories)
-    event_record(user_id=user.pk, kind=LifecycleEvent.Kind.HISTORY_IMPORTED, subject_id=kind, format=kind,
-                 file=name[:200], conversations=summary["conversations"], messages=summary["messages"],
-                 added=report.added if report else 0, already=report.already if report else 0,
-                 skipped=summary["skipped"])
-    return HistoryImportReport(
-        format=kind, conversations=summary["conversations"], messages=summary["messages"],
-        pages=report.pages if report else 0, added=report.added if report else 0,
-        already=report.already if report else 0, seconds=time.perf_counter() - started,
-        skipped=summary["skipped"], titles=[h.title for h in histories if h.title])
+        read = history_read(user=user, data=data, name=name)
+        report = history_store(user=user, read=read, name=name, claim=token, progress=progress, on_page=on_page)
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,18 +1,22 @@
 """The person's page for bringing their history (memory/services/history_import.py): upload a
 ChatGPT or Claude export or a transcript, watch its progress, read its summary.
 
-The file is read and checked whole while the upload's request waits (no model is called: a broken
-file is refused at once with its first problem, and nothing is stored); the pages are then stored
+The file is read and checked whole while the upload's request waits, as a stream from the upload's
+temporary file within the import's limits (no model is called: a broken file, or one past a limit,
+is refused at once with its first problem, and nothing is stored); the pages are then stored
 on a thread of this server process (memory/runtime/threads.py), which owns the vector index, and
 the page polls its progress (htmx, every second) from Django's cache: Redis when configured, so
 any server process can answer.
 One import runs at a time for a person, across processes (memory/services/import_claims.py): the
-claim is taken before the upload is read.
+claim is taken before the upload is read. A server process reads at most
+MEMORYOS_HISTORY_IMPORT_READERS (2) uploads at once, so that people uploading together cannot add
+up what each upload may cost; the next waits up to READ_WAIT_S for its turn.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -25,13 +29,22 @@ from django.views.decorators.http import require_http_methods
 
 from memory.runtime.threads import work_on_thread
 from memory.services.common import MemoryInputError
-from memory.services.history_import import history_import, history_read
-from memory.services.import_claims import import_claim, import_release
+from memory.services.history_import import HistoryRead, history_read, history_store
+from memory.services.import_claims import import_claim, import_claimed, import_release
 from memory.web.htmx import refused_status
 
 log = logging.getLogger(__name__)
 
 JOB_TTL_S = 24 * 3600
+READ_WAIT_S = 30
+_readers: dict[int, threading.BoundedSemaphore] = {}
+_readers_made = threading.Lock()
+
+
+def _reader_turn() -> threading.BoundedSemaphore:
+    count = max(1, settings.MEMORYOS_HISTORY_IMPORT_READERS)
+    with _readers_made:
+        return _readers.setdefault(count, threading.BoundedSemaphore(count))
 
 
 def _key(job: str) -> str:
@@ -53,10 +66,11 @@ def _save(job: str, **state: Any) -> None:
     cache.set(_key(job), {**(cache.get(_key(job)) or {}), **state}, JOB_TTL_S)
 
 
-def _run(job: str, user, data: bytes, name: str, claim: str) -> None:
+def _run(job: str, user, read: HistoryRead, name: str, claim: str) -> None:
     try:
-        report = history_import(user=user, data=data, name=name, claim=claim,
-                                on_page=lambda done, total: _save(job, done=done, total=total))
+        with import_claimed(user=user, claim=claim):
+            report = history_store(user=user, read=read, name=name, claim=claim,
+                                   on_page=lambda done, total: _save(job, done=done, total=total))
         _save(job, status="done", report=report.as_dict())
     except MemoryInputError as exc:
         _save(job, status="failed", error=str(exc))
@@ -76,14 +90,19 @@ def _start(request) -> str:
         raise MemoryInputError(f"The file is {upload.size:,} bytes; at most {limit:,} are read.")
     claim = import_claim(user=request.user)  # before the file is read: one import at a time, in any process
     try:
-        data = upload.read()
-        kind, histories, whole = history_read(user=request.user, data=data, name=upload.name)  # refused whole here
+        turn = _reader_turn()
+        if not turn.acquire(timeout=READ_WAIT_S):
+            raise MemoryInputError("The server is reading other uploads just now; try again in a minute.")
+        try:
+            with upload.open("rb") as stream:  # refused whole here, read as a stream
+                read = history_read(user=request.user, data=stream, name=upload.name)
+        finally:
+            turn.release()
         job = uuid.uuid4().hex
         cache.set(_running_key(request.user.pk), job, JOB_TTL_S)
-        total = sum(len(turns) for _, _, turns in whole.sessions)
-        _save(job, user_id=request.user.pk, status="running", name=upload.name, format=kind,
-              conversations=len(histories), done=0, total=total)
-        work_on_thread("history-import", _run, job, request.user, data, upload.name, claim)
+        _save(job, user_id=request.user.pk, status="running", name=upload.name, format=read.format,
+              conversations=read.summary["conversations"], done=0, total=read.pages)
+        work_on_thread("history-import", _run, job, request.user, read, upload.name, claim)
     except BaseException:
         import_release(user=request.user, claim=claim)
         raise

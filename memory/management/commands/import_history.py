@@ -1,7 +1,8 @@
 """`manage.py import_history FILE --user NAME`: a ChatGPT or Claude data export (conversations.json,
 or ChatGPT's zip) or a JSON Lines transcript into a user's memory (memory/services/history_import.py).
 
-The whole file is checked first and nothing is stored when it is invalid; running it again adds
+The whole file is checked first, as a stream within MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES and
+MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES, and nothing is stored when it is invalid or past a limit; running it again adds
 only what is not stored yet.
 """
 
@@ -12,7 +13,6 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.formats.histories import MAX_FILE_BYTES
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import
 from memory.services.users import user_get
@@ -30,14 +30,13 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         path: Path = opts["file"]
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise CommandError(f"{path}: over {MAX_FILE_BYTES:,} bytes.")
-            data = path.read_bytes()
+            stream = path.open("rb")  # read as a stream within the import's limits (settings)
         except OSError as exc:
             raise CommandError(f"{path}: {exc.strerror or exc}") from None
         try:
-            user = user_get(username=opts["user"], create=True)
-            report = history_import(user=user, data=data, name=path.name, progress=not opts["no_progress"])
+            with stream:
+                user = user_get(username=opts["user"], create=True)
+                report = history_import(user=user, data=stream, name=path.name, progress=not opts["no_progress"])
         except MemoryInputError as exc:
             raise CommandError(str(exc)) from None
         if opts["json"]:

@@ -4,7 +4,10 @@ times, long messages cut, and broken files refused whole with their place."""
 
 from __future__ import annotations
 
+import io
 import json
+import struct
+import zipfile
 from datetime import UTC, datetime
 
 import pytest
@@ -20,6 +23,7 @@ from memory.benchmarks.exports import (
 )
 from memory.formats.histories import (
     HistoryFormatError,
+    Limits,
     histories_summary,
     history_conversation,
     read_export,
@@ -129,7 +133,8 @@ def broken_chatgpt(change) -> bytes:
 
 
 @pytest.mark.parametrize("data, words", [
-    (b"[{]", "not JSON (line 1"),
+    (b"[{]", "not JSON (invalid object key"),
+    (b"[{\"mapping\": ", "not JSON (the file ends too soon"),
     (b'{"a": 1}', "expected a list of conversations"),
     (b"[]", "holds no conversation"),
     (b'[{"title": "x"}]', "neither ChatGPT's export"),
@@ -159,3 +164,68 @@ def test_a_broken_transcript_line_is_named():
     with pytest.raises(HistoryFormatError, match=r"line 1, field 'time': unreadable time"):
         read_export(b'{"role": "user", "content": "hi", "time": "noon"}\n{"role": "user", "content": "x"}\n',
                     name="notes.jsonl")
+
+
+# --- limits: a file is read as a stream and refused at the first limit it passes -----------------
+
+def many_chats(count: int) -> list[ChatGPTConversation]:
+    chats = []
+    for number in range(count):
+        chat = ChatGPTConversation(f"Chat {number}", f"conv-{number}")
+        chat.add("user", f"Note number {number} about the garden. " * 20)
+        chat.add("assistant", "Noted.")
+        chats.append(chat)
+    return chats
+
+
+def test_a_zip_that_inflates_past_the_limit_is_refused_at_the_limit():
+    inflated = len(chatgpt_json(many_chats(200)))
+    data = deflated_zip(chatgpt_json(many_chats(200)))
+    assert len(data) < inflated / 5  # it compresses well: the zip's own size says little
+    with pytest.raises(HistoryFormatError, match=r"in the zip\): more than 20,000 bytes once unpacked"):
+        read_export(data, limits=Limits(max_bytes=20_000))
+    assert len(read_export(data, limits=Limits(max_bytes=inflated))[1]) == 200
+
+
+def deflated_zip(data: bytes, declared: int | None = None) -> bytes:
+    """A compressed zip of `data` as conversations.json; with `declared`, the size its local header
+    and directory state for it, in place of the true one."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", data)
+    raw = bytearray(buffer.getvalue())
+    if declared is not None:
+        struct.pack_into("<I", raw, 22, declared)  # the local header's uncompressed size
+        struct.pack_into("<I", raw, raw.index(b"PK\x01\x02") + 24, declared)
+    return bytes(raw)
+
+
+def test_a_zip_that_declares_less_than_it_holds_is_refused():
+    whole = chatgpt_json(many_chats(50))
+    with pytest.raises(HistoryFormatError, match="the zip cannot be read"):
+        read_export(deflated_zip(whole, 100), limits=Limits(max_bytes=10 * len(whole)))
+    assert len(read_export(deflated_zip(whole, len(whole)))[1]) == 50  # the same zip, telling the truth
+
+
+def test_messages_past_the_limit_are_refused_in_exports_and_transcripts():
+    data = chatgpt_json(many_chats(3))  # six messages
+    assert histories_summary(read_export(data, limits=Limits(max_messages=6))[1])["messages"] == 6
+    with pytest.raises(HistoryFormatError, match="more than 5 messages; at most 5 are read"):
+        read_export(data, limits=Limits(max_messages=5))
+    lines = transcript([{"role": "user", "content": f"line {n}", "time": 1_700_000_000 + n} for n in range(4)])
+    with pytest.raises(HistoryFormatError, match="notes.jsonl: more than 3 messages"):
+        read_export(lines, name="notes.jsonl", limits=Limits(max_messages=3))
+
+
+@pytest.mark.parametrize("data, limits, words", [
+    (b"[" * 100, Limits(max_depth=32), "nests deeper than 32 levels"),
+    (b'[{"mapping": {}, "junk": [' + b"[]," * 5000 + b"[]]}]", Limits(max_values=1000),
+     "one conversation holds more than 1,000 values"),
+    (b'[{"mapping": {"a": "' + b"x" * 300_000 + b'"}}]', Limits(max_conversation_bytes=100_000),
+     "one conversation or line spans more than 100,000 bytes"),
+    (b'{"role": "user", "content": "' + b"x" * 300_000 + b'"}', Limits(max_conversation_bytes=100_000),
+     "notes.jsonl: one conversation or line spans more"),
+])
+def test_one_conversation_past_its_limits_is_refused_before_it_is_built(data, limits, words):
+    with pytest.raises(HistoryFormatError, match=words):
+        read_export(data, limits=limits, name="notes.jsonl" if data[:1] == b"{" else "conversations.json")

@@ -85,6 +85,17 @@ def test_a_broken_file_stores_nothing_and_names_the_place(make_user):
     assert not Sona.objects.filter(user=user).exists()
 
 
+def test_settings_limit_what_one_file_may_hold(make_user, settings):
+    user = make_user("maya")
+    settings.MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES = 5
+    with pytest.raises(MemoryInputError, match="more than 5 messages"):
+        history_import(user=user, data=chatgpt_json([family(), garden()]), name="conversations.json")
+    settings.MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES, settings.MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES = 6, 100
+    with pytest.raises(MemoryInputError, match="more than 100 bytes once unpacked"):
+        history_import(user=user, data=chatgpt_json([family(), garden()]), name="conversations.json")
+    assert not DialoguePage.objects.filter(user=user).exists()
+
+
 def test_the_command_imports_a_claude_export_and_reports_what_it_skipped(make_user, tmp_path):
     path = tmp_path / "conversations.json"
     path.write_bytes(claude_json([claude_conversation("Cello", "c1", [
@@ -95,7 +106,7 @@ def test_the_command_imports_a_claude_export_and_reports_what_it_skipped(make_us
     assert "imported claude export conversations.json: 1 conversations, 3 messages as 2 pages (2 added" in \
         out.getvalue() and "skipped: 1 not text" in out.getvalue()
     assert DialoguePage.objects.filter(user__username="ana", sona__name="Claude").count() == 2
-    (tmp_path / "bad.json").write_text("[1, 2")
+    (tmp_path / "bad.json").write_text('[{"title": "Trip", "mapping": ')
     with pytest.raises(CommandError, match="Nothing was imported: bad.json: not JSON"):
         call_command("import_history", str(tmp_path / "bad.json"), "--user", "ana", stdout=io.StringIO())
 

@@ -3,7 +3,9 @@ broken file is refused at once and stores nothing; another person cannot see the
 
 from __future__ import annotations
 
+import io
 import time
+import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -11,6 +13,7 @@ from django.test import Client
 
 from memory.benchmarks.exports import ChatGPTConversation, chatgpt_json
 from memory.models import DialoguePage
+from memory.web import history_import
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
 
@@ -64,7 +67,41 @@ def test_a_broken_file_is_refused_at_once_and_stores_nothing(make_user):
     user, client = signed_in(make_user, "maya")
     answer = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", b"[{]")})
     assert answer.status_code == 400
-    assert "Nothing was imported: conversations.json: not JSON (line 1" in answer.content.decode()
+    assert "Nothing was imported: conversations.json: not JSON (invalid object key" in answer.content.decode()
     assert client.post("/settings/import/", {}).status_code == 400
     assert not DialoguePage.objects.filter(user=user).exists()
     assert Client().get("/settings/import/").status_code == 302  # signed out: to the sign-in page
+
+
+def test_an_upload_past_the_unpacked_limit_is_refused_and_stores_nothing(make_user, settings):
+    """The limit holds for what the zip inflates to, not the upload's own size (issue 49)."""
+    settings.MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES = 4096
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", chatgpt_json([ChatGPTConversation("Pad", "pad")] * 200))
+    assert len(buffer.getvalue()) < 4096  # small as sent
+    user, client = signed_in(make_user, "maya")
+    answer = client.post("/settings/import/", {"export": SimpleUploadedFile("export.zip", buffer.getvalue())})
+    assert answer.status_code == 400
+    assert "more than 4,096 bytes once unpacked" in answer.content.decode()
+    assert not DialoguePage.objects.filter(user=user).exists()
+    # the person's claim was given back: a good file goes through at once
+    settings.MEMORYOS_HISTORY_IMPORT_MAX_UNPACKED_BYTES = 1 << 20
+    good = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    assert good.status_code == 302 and "2 added" in finished(client, good.url)
+
+
+def test_uploads_wait_for_a_reader_and_are_refused_when_none_frees(make_user, settings, monkeypatch):
+    settings.MEMORYOS_HISTORY_IMPORT_READERS = 1
+    monkeypatch.setattr(history_import, "READ_WAIT_S", 0.1)
+    turn = history_import._reader_turn()
+    user, client = signed_in(make_user, "maya")
+    assert turn.acquire(timeout=1)  # another upload is being read
+    try:
+        busy = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    finally:
+        turn.release()
+    assert busy.status_code == 400 and "reading other uploads" in busy.content.decode()
+    assert not DialoguePage.objects.filter(user=user).exists()
+    done = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    assert done.status_code == 302 and "2 added" in finished(client, done.url)
