@@ -76,6 +76,9 @@ def test_an_error_answer_carries_no_traceback(make_user, monkeypatch):
     ("\t \u3000 \n \t ", b"cannot be only spaces"),
     ("\u200b" * 8, b"cannot be only spaces"),  # zero-width spaces (issue 35, finding 8)
     ("\u200b\u2060\ufeff\u00ad \u200d\u180e\u2063", b"cannot be only spaces"),
+    # the seven of issue 49 (finding 8): fillers and blanks that are letters, symbols or marks by category
+    *[(character * 8, b"cannot be only spaces") for character in "\u3164\uffa0\u2800\u303f\u034f\ufe0f\u17b4"],
+    ("\u3164\uffa0\u2800\u303f\u034f\ufe0f\u17b4\u115f", b"cannot be only spaces"),
 ])
 def test_sign_up_refuses_weak_passwords(client, password, reason):
     response = client.post("/accounts/signup/", {"username": "zoe-walker", "password1": password,
@@ -85,8 +88,9 @@ def test_sign_up_refuses_weak_passwords(client, password, reason):
 
 
 @pytest.mark.django_db
-def test_sign_up_takes_a_password_with_visible_characters_among_invisible_ones(client):
-    password = "\u200bcorrect horse\u200b"
+@pytest.mark.parametrize("password", ["\u200bcorrect horse\u200b", "caf\u00e9 cr\u00e8me \u3164",
+                                      "\u2800\u2801\u2802\u2803\u2804\u2805\u2806\u2807"])
+def test_sign_up_takes_a_password_with_visible_characters_among_invisible_ones(client, password):
     response = client.post("/accounts/signup/", {"username": "zoe-walker", "password1": password,
                                                  "password2": password})
     assert response.status_code == 302
