@@ -31,7 +31,7 @@ from memory.formats.histories import (
 )
 from memory.formats.locomo import Conversation
 from memory.models import LifecycleEvent
-from memory.services.common import MemoryInputError
+from memory.services.common import MemoryInputError, text_problem
 from memory.services.events import event_record
 from memory.services.import_claims import import_claimed
 from memory.services.importing import conversation_import, conversations_validate
@@ -86,6 +86,10 @@ def history_read(*, user, data: bytes | BinaryIO, name: str) -> HistoryRead:
         kind, histories = read_export_stream(stream, name=name, limits=_limits())
     except HistoryFormatError as exc:
         raise MemoryInputError(f"Nothing was imported: {exc}") from None
+    titled = [f"conversation {index}, its title, {problem}" for index, history in enumerate(histories)
+              if (problem := text_problem(history.title))]
+    if titled:  # shown on the import's page and in its report, so held to the rule for any stored text
+        raise MemoryInputError(f"Nothing was imported: {name}: {titled[0]}")
     whole = export_conversation(kind, histories, person=_person_name(user), name=name,
                                 max_chars=settings.MEMORYOS["MAX_MESSAGE_CHARS"])
     conversations_validate([whole])

@@ -85,6 +85,16 @@ def test_a_broken_file_stores_nothing_and_names_the_place(make_user):
     assert not Sona.objects.filter(user=user).exists()
 
 
+def test_a_title_no_memory_can_hold_stores_nothing(make_user):
+    """A NUL in a conversation's title is refused as in any text (issue 49, finding 8)."""
+    user = make_user("maya")
+    titled = json.loads(chatgpt_json([family(), garden()]))
+    titled[1]["title"] = "Allot\u0000ment"
+    with pytest.raises(MemoryInputError, match=r"conversation 1, its title, holds a NUL character"):
+        history_import(user=user, data=json.dumps(titled).encode(), name="conversations.json")
+    assert not DialoguePage.objects.filter(user=user).exists()
+
+
 def test_settings_limit_what_one_file_may_hold(make_user, settings):
     user = make_user("maya")
     settings.MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES = 5
