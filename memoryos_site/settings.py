@@ -127,7 +127,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
         "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # secure_delete: deleted rows' bytes are zeroed, so an erased person's text is not left in
+        # the file's free pages (memory/services/deletion.py checkpoints the log after an erase).
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON;",
     }
     # Tests use a file too: threads must see one database with real locking. One per test
     # process, so that two test runs on one machine never share it.

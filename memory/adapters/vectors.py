@@ -14,6 +14,7 @@ memory/adapters/vector_points.py, which the test suite's in-memory index uses to
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import threading
@@ -84,7 +85,12 @@ class _ScopedIndex:
             self._delete(scope)
 
     def delete_user(self, *, user_id: str) -> None:
-        self._delete(call_scope(user_id))
+        """Every point of the user's, gone: their vectors first overwritten where the index keeps
+        them in place (_blank), so that no copy of them lingers in its files."""
+        scope = call_scope(user_id)
+        self._blank(scope)
+        self._delete(scope)
+        self.flush()
 
     def set_payload(self, *, user_id: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
         """Change payload fields (a page's `tier`, `segment_id`) without re-sending vectors."""
@@ -144,6 +150,9 @@ class _ScopedIndex:
 
     def _set_payload(self, scope: Scope, payload: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _blank(self, scope: Scope) -> None:
+        """Overwrite the vectors of the points in `scope` before they are deleted (nothing by default)."""
 
     def _search(self, query: list[float] | SparseQuery, using: str, scope: Scope, limit: int,
                 idf_corpus: Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
@@ -264,6 +273,28 @@ class EdgeVectorIndex(_ScopedIndex):
 
     def _delete(self, scope: Scope) -> None:
         self._write(edge.UpdateOperation.delete_points_by_filter(_edge_filter(scope)))
+
+    def _blank(self, scope: Scope) -> None:
+        """A deleted point's vector stays in its segment's file until the segment is rebuilt, and
+        Edge rebuilds none on its own; an upsert of the same id rewrites an appendable segment's
+        vector in place. So an erase first writes one blank vector, and no text, over each of the
+        user's points, then deletes them and flushes. (A segment sealed by `optimize_vectors`
+        keeps its copy until a later optimize rebuilds it: README, "Erasing".)"""
+        owner = dict(scope.equals)[TENANT_FIELD]
+        blank = [1.0 / math.sqrt(self.dimension)] * self.dimension
+        offset = None
+        while True:
+            request = edge.ScrollRequest(offset=offset, limit=UPSERT_BATCH, filter=_edge_filter(scope),
+                                         with_payload=False, with_vector=False)
+            with self._shard() as shard:
+                records, offset = shard.scroll(request)
+                if records:
+                    shard.update(edge.UpdateOperation.upsert_points([
+                        edge.Point(record.id, {DENSE: blank}, {TENANT_FIELD: owner, "kind": "erased"})
+                        for record in records]))
+                if offset is None:
+                    self._flush(shard)
+                    return
 
     def _set_payload(self, scope: Scope, payload: dict[str, Any]) -> None:
         self._write(edge.UpdateOperation.set_payload_by_filter(_edge_filter(scope), payload))

@@ -17,11 +17,12 @@ Afterwards nothing of the deleted text can be recalled or found by search.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
 from memory.adapters import configured
@@ -49,6 +50,8 @@ from memory.services.supersession import superseded_pages, supersessions_forget_
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 SCRUBBED = "[deleted]"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -381,6 +384,21 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.USER_FORGOTTEN, subject_id=str(user.pk),
                      actor=actor_name(actor), reason=reason, counts=counts)
         transaction.on_commit(lambda: configured.vector_index().delete_user(user_id=str(user.pk)))
+        transaction.on_commit(database_scrub)
         blobs_release_on_commit(content_cids)
     return counts
+
+
+def database_scrub() -> None:
+    """After an erase, no copy of the deleted rows' text left in the database's files: SQLite
+    zeroes deleted content in the database file (secure_delete, settings), and its write-ahead log,
+    which still holds the pages as they were, is checkpointed and truncated here. (PostgreSQL keeps
+    dead rows until VACUUM, which runs on its own schedule.)"""
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        busy, _, _ = cursor.fetchone()
+    if busy:  # a reader held an older snapshot: the log is truncated at the next checkpoint
+        log.warning("event=wal_checkpoint_busy after=user_forgotten")
 

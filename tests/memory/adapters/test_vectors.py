@@ -185,6 +185,36 @@ def test_delete_user(index: Index) -> None:
     assert (index.count(user_id="u1"), index.count(user_id="u2"), index.count()) == (0, 1, 1)
 
 
+def _files_holding(root: Path, needles: list[bytes]) -> int:
+    """How many of `needles` appear in any file under `root`."""
+    blobs = [path.read_bytes() for path in root.rglob("*") if path.is_file()]
+    return sum(any(needle in blob for blob in blobs) for needle in needles)
+
+
+@QDRANT
+def test_delete_user_leaves_no_vector_bytes_in_the_shard(tmp_path: Path) -> None:
+    """Erase (issue 49, finding 7): Edge keeps a deleted point's vector in its segment file; the
+    erased user's vectors are overwritten first, so their bytes are gone from every file."""
+    index = EdgeVectorIndex(tmp_path, dimension=32)
+    rng = np.random.default_rng(7)
+
+    def unit() -> list[float]:
+        vector = rng.standard_normal(32).astype(np.float32)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    erased = [make_point(n, unit(), text="zebra secret") for n in range(40)]
+    kept = [make_point(100 + n, unit(), user="u2") for n in range(40)]
+    index.upsert([*erased, *kept])
+    index.flush()
+    needle = [np.asarray(point.vector[8:12], dtype=np.float32).tobytes() for point in erased]
+    kept_needle = [np.asarray(point.vector[8:12], dtype=np.float32).tobytes() for point in kept]
+    assert _files_holding(tmp_path, needle) == 40  # the probe sees the bytes where they are
+    index.delete_user(user_id="u1")
+    assert (_files_holding(tmp_path, needle), _files_holding(tmp_path, kept_needle)) == (0, 40)
+    assert (index.count(user_id="u1"), index.count(user_id="u2")) == (0, 40)
+    index.close()
+
+
 def test_count(index: Index) -> None:
     vector = [1.0, 0.0, 0.0, 0.0]
     assert index.count() == 0

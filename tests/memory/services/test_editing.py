@@ -4,7 +4,11 @@ every recall policy."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
+from django.db import connection
 
 from memory.adapters import configured
 from memory.models import DialoguePage, LifecycleEvent, MemoryEdge, MemoryNode, RetrievalTrace, Segment, Tier
@@ -296,3 +300,27 @@ def test_forgetting_a_user_leaves_nothing_of_them_and_nothing_of_others_changes(
     assert DialoguePage.objects.filter(user=other).count() == 1
     assert configured.vector_index().count(user_id=str(other.pk)) > 0
     maintenance_run(user_id=user.pk)  # the account still works
+
+
+def test_an_erase_leaves_no_text_or_vector_in_the_var_files(make_user, memory_env):
+    """Issue 49, finding 7: after an erase a search of the database's files (the log included) and
+    the vector shard finds neither the erased person's words nor their vectors' bytes."""
+    user, other = make_user("ana"), make_user("bo")
+    pages = [say(user, "My tortoise Wobbleton-Quirinus sleeps under the radiator.", "Wobbleton-Quirinus sounds cosy."),
+             say(user, "Wobbleton-Quirinus turned ninety this spring.")]
+    say(other, "I keep bees on my roof.")
+    vectors = configured.vector_index().get_vectors(user_id=str(user.pk), ids=[str(page.id) for page in pages])
+    assert vectors
+    needles = [np.asarray(vector[100:104], dtype=np.float32).tobytes() for vector in vectors.values()]
+    database = Path(connection.settings_dict["NAME"])
+
+    def files() -> list[Path]:
+        return [path for path in [database, Path(f"{database}-wal"), *memory_env.QDRANT_PATH.rglob("*")]
+                if path.is_file()]
+
+    word = b"Wobbleton-Quirinus"
+    assert any(word in path.read_bytes() for path in files())  # the probe finds them before
+    user_forget(user=user, actor=user, reason="erased by the person")
+    assert not [path.name for path in files() if word in path.read_bytes()]
+    assert not [path.name for path in files() if any(needle in path.read_bytes() for needle in needles)]
+    assert b"keep bees on my roof" in database.read_bytes() + Path(f"{database}-wal").read_bytes()
