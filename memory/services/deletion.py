@@ -45,6 +45,7 @@ from memory.services.common import MemoryInputError, lock_user_state
 from memory.services.editing import actor_name, memory_get, memory_point_ids, reason_clean
 from memory.services.events import event_record
 from memory.services.files import blobs_release_on_commit, page_files_delete
+from memory.services.history_jobs import history_jobs_forget
 from memory.services.segments import SUMMARY_PAGES, segment_rederive
 from memory.services.supersession import superseded_pages, supersessions_forget_facts
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
@@ -379,12 +380,14 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
                             ("profile", UserProfile.objects.filter(user=user))):
             counts[label] = rows.count()
             rows.delete()
+        # The claim of a running import, taken back: its next page finds it lost and stops.
         UserMemoryState.objects.filter(user=user).update(maintenance_due=False, maintenance_failures=0,
-                                                         last_error="")
+                                                         last_error="", import_claim="", import_claimed_until=None)
         event_record(user_id=user.pk, kind=LifecycleEvent.Kind.USER_FORGOTTEN, subject_id=str(user.pk),
                      actor=actor_name(actor), reason=reason, counts=counts)
         transaction.on_commit(lambda: configured.vector_index().delete_user(user_id=str(user.pk)))
         transaction.on_commit(database_scrub)
+        transaction.on_commit(lambda: history_jobs_forget(user.pk))
         blobs_release_on_commit(content_cids)
     return counts
 

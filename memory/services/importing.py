@@ -169,9 +169,9 @@ def _conversation_store(user, conversation: Conversation, *, progress: bool, bat
         if start % EMBED_PAGES == 0:
             page_vectors, said_vectors = _embed_up_front([item for item, _ in todo[start:start + EMBED_PAGES]])
             _read_up_front([item for item, _ in todo[start:start + EMBED_PAGES]])
-        import_renew(user=user, claim=claim)
         with graph.readdress_once() if batched else nullcontext():
             for item, existing in batch:
+                import_renew(user=user, claim=claim)  # each page: an erase takes the claim back, and this stops
                 _store(user, sona, item, page_vectors[page_text(item.query, item.response)], existing)
                 bar.update(1)
                 if on_page is not None:

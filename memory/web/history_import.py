@@ -5,8 +5,7 @@ The file is read and checked whole while the upload's request waits, as a stream
 temporary file within the import's limits (no model is called: a broken file, or one past a limit,
 is refused at once with its first problem, and nothing is stored); the pages are then stored
 on a thread of this server process (memory/runtime/threads.py), which owns the vector index, and
-the page polls its progress (htmx, every second) from Django's cache: Redis when configured, so
-any server process can answer.
+the page polls its progress (htmx, every second) from memory/services/history_jobs.py.
 One import runs at a time for a person, across processes (memory/services/import_claims.py): the
 claim is taken before the upload is read. A server process reads at most
 MEMORYOS_HISTORY_IMPORT_READERS (2) uploads at once, so that people uploading together cannot add
@@ -22,7 +21,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
@@ -30,12 +28,18 @@ from django.views.decorators.http import require_http_methods
 from memory.runtime.threads import work_on_thread
 from memory.services.common import MemoryInputError
 from memory.services.history_import import HistoryRead, history_read, history_store
+from memory.services.history_jobs import (
+    history_job,
+    history_job_ended,
+    history_job_running,
+    history_job_save,
+    history_job_start,
+)
 from memory.services.import_claims import import_claim, import_claimed, import_release
 from memory.web.htmx import refused_status
 
 log = logging.getLogger(__name__)
 
-JOB_TTL_S = 24 * 3600
 READ_WAIT_S = 30
 _readers: dict[int, threading.BoundedSemaphore] = {}
 _readers_made = threading.Lock()
@@ -47,38 +51,27 @@ def _reader_turn() -> threading.BoundedSemaphore:
         return _readers.setdefault(count, threading.BoundedSemaphore(count))
 
 
-def _key(job: str) -> str:
-    return f"history-import:{job}"
-
-
-def _running_key(user_id: int) -> str:
-    return f"history-import-running:{user_id}"
-
-
 def _job(user, job: str) -> dict[str, Any]:
-    state = cache.get(_key(job))
+    state = history_job(job)
     if state is None or state.get("user_id") != user.pk:  # another person's job is no job of yours
         raise Http404("No such import.")
     return state
-
-
-def _save(job: str, **state: Any) -> None:
-    cache.set(_key(job), {**(cache.get(_key(job)) or {}), **state}, JOB_TTL_S)
 
 
 def _run(job: str, user, read: HistoryRead, name: str, claim: str) -> None:
     try:
         with import_claimed(user=user, claim=claim):
             report = history_store(user=user, read=read, name=name, claim=claim,
-                                   on_page=lambda done, total: _save(job, done=done, total=total))
-        _save(job, status="done", report=report.as_dict())
+                                   on_page=lambda done, total: history_job_save(job, done=done, total=total))
+        history_job_save(job, status="done", report=report.as_dict())
     except MemoryInputError as exc:
-        _save(job, status="failed", error=str(exc))
+        history_job_save(job, status="failed", error=str(exc))
     except Exception:
         log.exception("event=history_import_failed user=%s job=%s", user.pk, job)
-        _save(job, status="failed", error="The import stopped on an error; run it again to add what is missing.")
+        history_job_save(job, status="failed",
+                         error="The import stopped on an error; run it again to add what is missing.")
     finally:
-        cache.delete(_running_key(user.pk))
+        history_job_ended(user.pk)
 
 
 def _start(request) -> str:
@@ -99,9 +92,8 @@ def _start(request) -> str:
         finally:
             turn.release()
         job = uuid.uuid4().hex
-        cache.set(_running_key(request.user.pk), job, JOB_TTL_S)
-        _save(job, user_id=request.user.pk, status="running", name=upload.name, format=read.format,
-              conversations=read.summary["conversations"], done=0, total=read.pages)
+        history_job_start(job, user_id=request.user.pk, status="running", name=upload.name, format=read.format,
+                          conversations=read.summary["conversations"], done=0, total=read.pages)
         work_on_thread("history-import", _run, job, request.user, read, upload.name, claim)
     except BaseException:
         import_release(user=request.user, claim=claim)
@@ -118,7 +110,7 @@ def history_upload(request):
             return redirect("history_import_job", job=_start(request))
         except MemoryInputError as exc:
             error = str(exc)
-    running = cache.get(_running_key(request.user.pk))
+    running = history_job_running(request.user.pk)
     return render(request, "memory/history_import.html",
                   {"error": error, "running": running, "max_bytes": settings.MEMORYOS_HISTORY_IMPORT_MAX_BYTES},
                   status=refused_status(request, bool(error)))

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memory.benchmarks.exports import ChatGPTConversation, chatgpt_json
 from memory.models import DialoguePage
+from memory.services.deletion import user_forget
 from memory.services.history_import import history_import
 from memory.services.import_claims import (
     IMPORT_LEASE,
@@ -84,3 +85,12 @@ def test_an_upload_while_an_import_runs_elsewhere_is_refused_before_it_is_read(m
     answer = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", b"[{]")})
     assert "not JSON" in answer.content.decode()
     assert import_claim(user=maya)  # the refused upload gave its claim back
+
+
+def test_an_erase_takes_the_claim_back_so_a_running_import_stops(make_user):
+    maya = make_user("maya")
+    running = import_claim(user=maya)
+    user_forget(user=maya, actor=maya, reason="erased by the person")
+    with pytest.raises(ImportRunning):
+        import_renew(user=maya, claim=running)  # what the import does before each page
+    import_release(user=maya, claim=import_claim(user=maya))  # and the person may import again

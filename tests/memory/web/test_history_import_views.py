@@ -13,6 +13,7 @@ from django.test import Client
 
 from memory.benchmarks.exports import ChatGPTConversation, chatgpt_json
 from memory.models import DialoguePage
+from memory.services.forgetting import memory_erase_all
 from memory.web import history_import
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
@@ -105,3 +106,13 @@ def test_uploads_wait_for_a_reader_and_are_refused_when_none_frees(make_user, se
     assert not DialoguePage.objects.filter(user=user).exists()
     done = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
     assert done.status_code == 302 and "2 added" in finished(client, done.url)
+
+
+def test_an_erase_takes_the_import_pages_away_at_once(make_user):
+    """Issue 49, finding 7: the job page showed the titles for a day after an erase."""
+    user, client = signed_in(make_user, "maya")
+    answer = client.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    assert "<li>Bees</li>" in finished(client, answer.url)
+    memory_erase_all(user=user)
+    assert client.get(answer.url).status_code == 404
+    assert "An import of yours is running" not in client.get("/settings/import/").content.decode()
