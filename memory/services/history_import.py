@@ -9,7 +9,7 @@ MEMORYOS_HISTORY_IMPORT_MAX_MESSAGES (20,000), once the person's import claim is
 exchanges of every conversation in it are stored in the order they were said, under a sona named
 after the assistant (ChatGPT, Claude, Assistant), the person speaking under their profile name
 (else their user name), as live turns index them. A second run adds nothing, and an interrupted one
-adds what is missing: a page is known by its source message ids and its time.
+adds what is missing: a page is known by its source message ids, its time and its words.
 """
 
 from __future__ import annotations

@@ -89,15 +89,27 @@ def _text_problems(conversations: Sequence[Conversation]) -> list[str]:
     return found
 
 
-def _page_key(source_ids: Sequence[str], timestamp: datetime) -> tuple[tuple[str, ...], float]:
-    return tuple(source_ids), timestamp.timestamp()
+def _page_key(source_ids: Sequence[str], timestamp: datetime, query: str) -> tuple[tuple[str, ...], float, str]:
+    return tuple(source_ids), timestamp.timestamp(), query
 
 
-def _stored_pages(user) -> dict[tuple[tuple[str, ...], float], DialoguePage]:
-    """The user's pages that came from a file, by their source turn ids and session time."""
+def _stored_pages(user) -> dict[tuple[tuple[str, ...], float, str], list[DialoguePage]]:
+    """The user's pages that came from a file, by their source turn ids, session time and words."""
     pages = DialoguePage.objects.filter(user=user).exclude(source_ids=[]).only(
-        "id", "user_id", "source_ids", "timestamp", "status", "query", "seq", "tier", "segment_id")
-    return {_page_key(page.source_ids, page.timestamp): page for page in pages}
+        "id", "user_id", "source_ids", "timestamp", "status", "query", "response", "seq", "tier", "segment_id")
+    stored: dict[tuple[tuple[str, ...], float, str], list[DialoguePage]] = {}
+    for page in pages:
+        stored.setdefault(_page_key(page.source_ids, page.timestamp, page.query), []).append(page)
+    return stored
+
+
+def _stored_as(item: LocomoPage, stored: dict) -> DialoguePage | None:
+    """The page `item` was stored as: its ids, time and words, and its answer once complete (a
+    pending page, left by an interrupted run, is completed). None: new, even where another text
+    came under the same ids before."""
+    pages = stored.get(_page_key(item.source_ids, item.timestamp, item.query), [])
+    return (next((page for page in pages if page.status != PageStatus.PENDING and page.response == item.response), None)
+            or next((page for page in pages if page.status == PageStatus.PENDING), None))
 
 
 def _embed_up_front(items: Sequence[LocomoPage]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
@@ -161,7 +173,7 @@ def _conversation_store(user, conversation: Conversation, *, progress: bool, bat
                               profile=f"{conversation.speaker_b}, talking with {conversation.speaker_a}.")
     pages = conversation_pages(conversation, max_chars=settings.MEMORYOS["MAX_MESSAGE_CHARS"])
     stored = _stored_pages(user)
-    todo = [(item, stored.get(_page_key(item.source_ids, item.timestamp))) for item in pages]
+    todo = [(item, _stored_as(item, stored)) for item in pages]
     todo = [(item, page) for item, page in todo if page is None or page.status == PageStatus.PENDING]
     bar = tqdm(total=len(todo), desc=f"import {conversation.sample_id}", unit="page", disable=not progress)
     for start in range(0, len(todo), PAGE_BATCH):

@@ -74,6 +74,20 @@ def test_an_interrupted_import_resumes_with_what_is_missing(make_user):
     assert DialoguePage.objects.filter(user=user).count() == 3
 
 
+def test_another_text_under_the_same_ids_and_times_is_stored_not_skipped(make_user):
+    """An import knows a page by its ids, time and words (issue 49, finding 7): a file that reuses
+    another's ids and times for other text adds that text instead of calling it already stored."""
+    user = make_user("maya")
+    history_import(user=user, data=chatgpt_json([garden()]), name="conversations.json")
+    other = json.loads(chatgpt_json([garden()]))
+    other[0]["mapping"]["gar-m1"]["message"]["content"]["parts"] = ["My courgettes have mildew instead."]
+    report = history_import(user=user, data=json.dumps(other).encode(), name="conversations.json")
+    assert (report.added, report.already) == (1, 0)
+    assert sorted(DialoguePage.objects.filter(user=user).values_list("query", flat=True)) == [
+        "maya: My courgettes have mildew instead.", "maya: The tomatoes on my allotment have blight again."]
+    assert history_import(user=user, data=json.dumps(other).encode(), name="conversations.json").added == 0
+
+
 def test_a_broken_file_stores_nothing_and_names_the_place(make_user):
     user = make_user("maya")
     broken = json.loads(chatgpt_json([family(), garden()]))
