@@ -29,7 +29,7 @@ from memory.formats.histories import (
     histories_summary,
     read_export_stream,
 )
-from memory.formats.locomo import Conversation
+from memory.formats.locomo import Conversation, conversation_pages
 from memory.models import LifecycleEvent
 from memory.services.common import MemoryInputError, text_problem
 from memory.services.events import event_record
@@ -66,10 +66,7 @@ class HistoryRead:
     conversation: Conversation
     summary: dict[str, Any]
     titles: list[str]
-
-    @property
-    def pages(self) -> int:
-        return sum(len(turns) for _, _, turns in self.conversation.sessions)
+    pages: int  # the pages it makes (an exchange each, a long message's parts joined)
 
 
 def _limits() -> Limits:
@@ -93,8 +90,10 @@ def history_read(*, user, data: bytes | BinaryIO, name: str) -> HistoryRead:
     whole = export_conversation(kind, histories, person=_person_name(user), name=name,
                                 max_chars=settings.MEMORYOS["MAX_MESSAGE_CHARS"])
     conversations_validate([whole])
+    max_chars = settings.MEMORYOS["MAX_MESSAGE_CHARS"]
     return HistoryRead(format=kind, conversation=whole, summary=histories_summary(histories),
-                       titles=[h.title for h in histories if h.title])
+                       titles=[h.title for h in histories if h.title],
+                       pages=len(conversation_pages(whole, max_chars=max_chars)))
 
 
 def history_store(*, user, read: HistoryRead, name: str, claim: str, progress: bool = False,

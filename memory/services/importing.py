@@ -176,18 +176,24 @@ def _conversation_store(user, conversation: Conversation, *, progress: bool, bat
     todo = [(item, _stored_as(item, stored)) for item in pages]
     todo = [(item, page) for item, page in todo if page is None or page.status == PageStatus.PENDING]
     bar = tqdm(total=len(todo), desc=f"import {conversation.sample_id}", unit="page", disable=not progress)
+    done, ready_until = 0, 0
+    if on_page is not None:
+        on_page(0, len(todo))
     for start in range(0, len(todo), PAGE_BATCH):
         batch = todo[start:start + PAGE_BATCH]
-        if start % EMBED_PAGES == 0:
-            page_vectors, said_vectors = _embed_up_front([item for item, _ in todo[start:start + EMBED_PAGES]])
-            _read_up_front([item for item, _ in todo[start:start + EMBED_PAGES]])
+        if start >= ready_until:  # the first batch alone, so that progress moves soon; then EMBED_PAGES at once
+            ready_until = start + (PAGE_BATCH if start == 0 else EMBED_PAGES)
+            chunk = [item for item, _ in todo[start:ready_until]]
+            page_vectors, said_vectors = _embed_up_front(chunk)
+            _read_up_front(chunk)
         with graph.readdress_once() if batched else nullcontext():
             for item, existing in batch:
                 import_renew(user=user, claim=claim)  # each page: an erase takes the claim back, and this stops
                 _store(user, sona, item, page_vectors[page_text(item.query, item.response)], existing)
+                done += 1
                 bar.update(1)
-                if on_page is not None:
-                    on_page(bar.n, len(todo))
+                if on_page is not None:  # counted here: a disabled bar counts nothing
+                    on_page(done, len(todo))
         index_turns(user_id=user.pk, vectors=said_vectors)
     bar.close()
     if not todo:  # a re-run after a stop between the last page and its indexing

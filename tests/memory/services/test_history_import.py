@@ -66,6 +66,15 @@ def test_an_export_becomes_pages_with_their_times_and_a_second_run_adds_nothing(
     assert any("Daniel lives in Porto" in item.text for item in found.items[:5])
 
 
+def test_progress_counts_each_page_stored(make_user):
+    """The page's progress stayed at "Storing 0 of N" until the end (issue 49, finding 5): the
+    count came from a progress bar that counts nothing when it is not shown."""
+    told = []
+    history_import(user=make_user("maya"), data=chatgpt_json([family(), garden()]), name="conversations.json",
+                   on_page=lambda done, total: told.append((done, total)))
+    assert told == [(0, 3), (1, 3), (2, 3), (3, 3)]
+
+
 def test_an_interrupted_import_resumes_with_what_is_missing(make_user):
     user = make_user("maya")
     history_import(user=user, data=chatgpt_json([family()]), name="conversations.json")  # stopped after one
