@@ -15,7 +15,9 @@ limit, or any other way of dying, the file is refused.
 
 At most `readers` workers run at once in a process (each costs its start and up to its memory
 budget): an upload past them waits up to `wait_seconds` for one to end, then FileReadersBusy says
-when to try again (the API answers 503 with Retry-After).
+when to try again (the API answers 503 with Retry-After). A reader is shared fairly: one `owner`
+(a person) holds at most one worker at a time, so that one account sending hostile PDFs cannot
+keep every other person waiting; their next PDF is told at once to come back (OwnReaderBusy).
 """
 
 from __future__ import annotations
@@ -61,9 +63,22 @@ class FileReadersBusy(Exception):
         self.retry_after = retry_after
 
 
+class OwnReaderBusy(FileReadersBusy):
+    """The person's own earlier PDF is still being read: one worker a person at a time."""
+
+    def __init__(self, retry_after: float) -> None:
+        Exception.__init__(self, f"Your previous PDF is still being read; send the next one in "
+                                 f"{math.ceil(retry_after)} s.")
+        self.retry_after = retry_after
+
+
 @cache
 def _reader_places(readers: int) -> threading.BoundedSemaphore:
     return threading.BoundedSemaphore(max(1, readers))
+
+
+_reading: set[str] = set()  # the owners holding a worker now
+_reading_lock = threading.Lock()
 
 
 @dataclass
@@ -77,21 +92,33 @@ class _Progress:
 
 
 def file_text_within(data: bytes, *, declared_type: str = "", max_chars: int, max_pixels: int,
-                     budget: ReadBudget) -> FileText:
+                     budget: ReadBudget, owner: str | None = None) -> FileText:
     """file_text, with a PDF read in a worker within `budget`; FileTypeError when it
     cannot be read, when it is past a limit, or (unless over_time is "keep" and the PDF was opened)
-    when reading it takes longer than the budget."""
+    when reading it takes longer than the budget. `owner`: whose file it is (module doc)."""
     if media_type_of(data) != PDF:
         return file_text(data, declared_type=declared_type, max_chars=max_chars, max_pixels=max_pixels)
-    places = _reader_places(budget.readers)
-    if not places.acquire(timeout=max(0.0, budget.wait_seconds)):
-        log.warning("event=file_readers_busy readers=%s", budget.readers)
-        raise FileReadersBusy(budget.readers, retry_after=max(1.0, budget.seconds))
+    retry_after = max(1.0, budget.seconds)
+    if owner is not None:
+        with _reading_lock:
+            if owner in _reading:
+                log.warning("event=file_reader_own_busy owner=%s", owner)
+                raise OwnReaderBusy(retry_after)
+            _reading.add(owner)
     try:
-        return _read_pdf(data, declared_type=declared_type, max_chars=max_chars, max_pixels=max_pixels,
-                         budget=budget)
+        places = _reader_places(budget.readers)
+        if not places.acquire(timeout=max(0.0, budget.wait_seconds)):
+            log.warning("event=file_readers_busy readers=%s", budget.readers)
+            raise FileReadersBusy(budget.readers, retry_after=retry_after)
+        try:
+            return _read_pdf(data, declared_type=declared_type, max_chars=max_chars, max_pixels=max_pixels,
+                             budget=budget)
+        finally:
+            places.release()
     finally:
-        places.release()
+        if owner is not None:
+            with _reading_lock:
+                _reading.discard(owner)
 
 
 def _read_pdf(data: bytes, *, declared_type: str, max_chars: int, max_pixels: int, budget: ReadBudget) -> FileText:

@@ -77,8 +77,9 @@ def read_budget() -> ReadBudget:
                       over_time=over_time, readers=limits["FILE_READERS"], wait_seconds=limits["FILE_READERS_WAIT_S"])
 
 
-def file_prepare(*, name: str, data: bytes, declared_type: str = "") -> PreparedFile:
-    """Check a file and read its text; MemoryInputError (naming the file) when it cannot be kept."""
+def file_prepare(*, name: str, data: bytes, declared_type: str = "", owner: str | None = None) -> PreparedFile:
+    """Check a file and read its text; MemoryInputError (naming the file) when it cannot be kept.
+    `owner`, whose file it is: a person holds one PDF reader at a time (memory/adapters/file_reader.py)."""
     name = file_name_clean(name)
     limit = _limits()["MAX_FILE_BYTES"]
     if len(data) > limit:
@@ -86,7 +87,7 @@ def file_prepare(*, name: str, data: bytes, declared_type: str = "") -> Prepared
     limits = _limits()
     try:
         found = file_text_within(data, declared_type=declared_type, max_chars=limits["FILE_TEXT_MAX_CHARS"],
-                                 max_pixels=limits["MAX_IMAGE_PIXELS"], budget=read_budget())
+                                 max_pixels=limits["MAX_IMAGE_PIXELS"], budget=read_budget(), owner=owner)
     except FileTypeError as error:
         raise MemoryInputError(f"{name}: {error}") from None
     return PreparedFile(content_cid=block_cid(data, codec=CODEC_RAW), name=name, media_type=found.media_type,
@@ -151,7 +152,7 @@ def _row_put(*, user, prepared: PreparedFile, page: DialoguePage | None = None) 
 
 def file_upload(*, user, name: str, data: bytes, declared_type: str = "") -> AttachedFile:
     """Keep an uploaded file for a turn to come; the same content is stored once."""
-    prepared = file_prepare(name=name, data=data, declared_type=declared_type)
+    prepared = file_prepare(name=name, data=data, declared_type=declared_type, owner=str(user.pk))
     blob_put(prepared.content_cid, data)
     with transaction.atomic():
         return _row_put(user=user, prepared=prepared)

@@ -132,6 +132,27 @@ def test_six_pdfs_at_once_start_no_more_readers_than_the_cap(monkeypatch):
     assert most[0] == 2
 
 
+def test_one_person_holds_one_reader_and_others_read_meanwhile():
+    """Issue 49, finding 6: one token sending slow PDFs held both readers, and everyone got 503."""
+    import threading
+
+    budget = ReadBudget(seconds=3, readers=2, wait_seconds=0.2)
+    holder = threading.Thread(target=lambda: file_reader.file_text_within(
+        pdf_slow_pages(), max_chars=1000, max_pixels=1000, budget=budget, owner="7"))
+    holder.start()
+    time.sleep(0.5)  # person 7's slow PDF holds one place of two
+    started = time.monotonic()
+    with pytest.raises(file_reader.OwnReaderBusy, match=r"Your previous PDF is still being read; send the next "
+                                                        r"one in 3 s") as busy:
+        file_reader.file_text_within(pdf_pages(1), max_chars=1000, max_pixels=1000, budget=budget, owner="7")
+    assert time.monotonic() - started < 0.5 and busy.value.retry_after == 3
+    assert file_reader.file_text_within(pdf_pages(1), max_chars=1000, max_pixels=1000, budget=budget,
+                                        owner="8").text  # another person reads at once
+    holder.join(30)
+    assert file_reader.file_text_within(pdf_pages(1), max_chars=1000, max_pixels=1000, budget=budget,
+                                        owner="7").text  # and person 7 again once theirs is done
+
+
 def test_an_upload_that_finds_every_reader_busy_past_its_wait_is_told_when_to_come_back():
     import threading
 

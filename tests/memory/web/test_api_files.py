@@ -296,3 +296,30 @@ def test_an_upload_that_finds_every_pdf_reader_busy_gets_503_with_retry_after(cl
     finally:
         holder.join(30)
     assert upload(ana_client, "pages.pdf", pdf_pages(2), "application/pdf").status_code == 200
+
+
+def test_a_person_reading_a_pdf_waits_for_it_while_others_upload(clients, settings):
+    """One reader a person (issue 49, finding 6): ana's second PDF is told to come back at once,
+    bob's is read on the place that is left."""
+    import threading
+    import time
+
+    from memory.adapters.file_reader import ReadBudget, file_text_within
+    from tests.memory.hostile_files import pdf_slow_pages
+
+    settings.MEMORYOS = {**settings.MEMORYOS, "FILE_READERS": 2, "FILE_READERS_WAIT_S": 0.2,
+                         "FILE_READ_SECONDS": 3.0}
+    ana, ana_client, bob, bob_client = clients
+    holder = threading.Thread(target=lambda: file_text_within(
+        pdf_slow_pages(), max_chars=1000, max_pixels=1000, budget=ReadBudget(seconds=3, readers=2), owner=str(ana.pk)))
+    holder.start()
+    try:
+        time.sleep(0.5)
+        refused = upload(ana_client, "pages.pdf", pdf_pages(2), "application/pdf")
+        assert refused.status_code == 503 and refused["Retry-After"] == "3"
+        assert "Your previous PDF is still being read" in refused.json()["message"]
+        assert upload(bob_client, "pages.pdf", pdf_pages(2), "application/pdf").status_code == 200
+        assert not AttachedFile.objects.filter(user=ana).exists()
+    finally:
+        holder.join(30)
+    assert upload(ana_client, "pages.pdf", pdf_pages(2), "application/pdf").status_code == 200
