@@ -98,9 +98,11 @@ class PageStatus(models.TextChoices):
 
 # reply_model values that name no language model. The offline engine's reply only restates
 # recalled memory, so such pages are indexed by the user's words alone; an interrupted page's turn
-# stopped before its reply was stored (services.maintenance.pages_interrupted_complete).
+# stopped before its reply was stored, and its reply is the offline engine's, written when it was
+# resumed (services.maintenance.pages_interrupted_complete).
 OFFLINE_MODEL_NAME = "offline-engine"
 INTERRUPTED_MODEL_NAME = "interrupted"
+MEMORY_ONLY_REPLIES = frozenset({OFFLINE_MODEL_NAME, INTERRUPTED_MODEL_NAME})  # indexed by the user's words
 
 
 class Segment(models.Model):
@@ -242,7 +244,8 @@ class DialoguePage(models.Model):
 
     @property
     def interrupted(self) -> bool:
-        """Completed by maintenance without a reply: the turn's process stopped mid-turn."""
+        """Completed by maintenance: the turn's process stopped mid-turn; its reply, if any, is the
+        offline engine's, written when the turn was resumed."""
         return self.reply_model == INTERRUPTED_MODEL_NAME
 
     def to_engine(self) -> PageView:

@@ -158,17 +158,22 @@ def _settle(user_id: int) -> None:
 
 
 def pages_interrupted_complete(*, user_id: int) -> int:
-    """Complete the user's stopped_turn_pages with no reply, so that the message is recalled,
-    moves through the tiers and is indexed like any other. Returns how many."""
-    stale = list(stopped_turn_pages_of(user_id).select_related("user").order_by("seq"))
+    """Complete the user's stopped_turn_pages, so that the message is recalled, moves through the
+    tiers and is indexed like any other: each with the offline engine's reply from memory (the
+    question answered when the person comes back; services/turns.py turn_resumed_reply), marked
+    as resumed (INTERRUPTED_MODEL_NAME). Returns how many."""
+    from memory.services.turns import turn_resumed_reply  # turns reaches maintenance through its follow-up
+
+    stale = list(stopped_turn_pages_of(user_id).select_related("user", "sona").order_by("seq"))
     completed = 0
     for page in stale:
+        reply = turn_resumed_reply(page=page)  # outside the user's lock: a recall and the offline engine
         with transaction.atomic():
             # Once: another process's maintenance (or the turn itself) may have completed it meanwhile.
             lock_user_state(user_id)
             if not DialoguePage.objects.filter(pk=page.pk, status=PageStatus.PENDING).exists():
                 continue
-            page_reply_store(page=page, response="", reply_model=INTERRUPTED_MODEL_NAME)
+            page_reply_store(page=page, response=reply, reply_model=INTERRUPTED_MODEL_NAME)
         completed += 1
         log.warning("event=page_interrupted_completed user=%s page=%s seq=%s", user_id, page.id, page.seq)
     return completed

@@ -19,7 +19,7 @@ from memory.engine import offline
 from memory.engine.hybrid_scoring import HybridParams
 from memory.engine.ports import VectorPoint
 from memory.models import (
-    OFFLINE_MODEL_NAME,
+    MEMORY_ONLY_REPLIES,
     AttachedFile,
     DialoguePage,
     LifecycleEvent,
@@ -76,7 +76,7 @@ def page_text(query: str, response: str, reply_model: str = "", attachments: str
     """What a page is indexed and summarised by: the words and the text of its attached files. An
     offline reply only restates recalled memory, so it would add noise, not information: such pages
     are indexed by the user's words alone."""
-    said = query.strip() if reply_model == OFFLINE_MODEL_NAME else f"{query}\n{response}".strip()
+    said = query.strip() if reply_model in MEMORY_ONLY_REPLIES else f"{query}\n{response}".strip()
     return f"{said}\n{attachments}" if attachments else said
 
 

@@ -103,6 +103,29 @@ def _known_facts(user) -> list[KnownFact]:
                       successor=f.successor, id=str(f.fact.pk)) for f in facts_with_periods(user=user)]
 
 
+RESUMED_NOTE = "(The server stopped before answering; this reply was written from memory when it came back.)"
+
+
+def turn_resumed_reply(*, page: DialoguePage) -> str:
+    """The reply to a turn whose server stopped before answering, written by the offline engine from
+    memory when the turn is resumed (memory/services/maintenance.py pages_interrupted_complete): the
+    person's question answered, not left empty. No model is called, and nothing is said to be
+    remembered. "" when even that fails (the page is completed all the same)."""
+    try:
+        user, sona = page.user, page.sona
+        try:
+            recall = recall_for_query(user=user, query=page.query, sona=sona, exclude_page_id=page.id,
+                                      update_heat=False, record_trace=False)
+        except Exception as exc:  # the vector store or the embedder: the database's STM still answers
+            log.warning("event=resumed_recall_degraded user=%s error=%r", user.pk, exc)
+            recall = recall_stm_only(user=user, query=page.query, exclude_page_id=page.id)
+        reply = _offline_reply(page.query, recall, user=user, sona=sona, facts=_known_facts(user))
+    except Exception:
+        log.exception("event=resumed_reply_failed page=%s", page.pk)
+        return ""
+    return f"{reply}\n\n{RESUMED_NOTE}"
+
+
 def _stream_words(text: str) -> Iterator[str]:
     """The offline reply streams like a model's, word by word."""
     words = text.split(" ")

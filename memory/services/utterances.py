@@ -17,7 +17,7 @@ from memory.adapters import configured
 from memory.engine import hybrid_scoring as scoring
 from memory.engine.candidates import TurnFact
 from memory.engine.ports import VectorPoint
-from memory.models import OFFLINE_MODEL_NAME, DialoguePage, PageStatus, Tier
+from memory.models import MEMORY_ONLY_REPLIES, DialoguePage, PageStatus, Tier
 from memory.recall.turn_facts import turn_facts
 from memory.services.common import lock_user_state
 
@@ -67,7 +67,7 @@ def page_utterances(page: DialoguePage) -> list[dict]:
     if page.attachment_text:  # the files came with the user's message: theirs to have said
         said.append({"id": "", "speaker": user_name,
                      "text": f"(attached) {page.attachment_text[:ATTACHMENT_UTTERANCE_CHARS]}"})
-    if page.response and page.reply_model != OFFLINE_MODEL_NAME:
+    if page.response and page.reply_model not in MEMORY_ONLY_REPLIES:
         said.append({"id": "", "speaker": page.sona.name if page.sona else "assistant", "text": page.response})
     return said
 

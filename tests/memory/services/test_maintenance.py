@@ -20,7 +20,7 @@ from memory.services.maintenance import maintenance_run
 from memory.services.pages import page_start
 from memory.services.recall import recall_for_query
 from memory.services.segments import page_move_to_mtm
-from memory.services.turns import page_complete
+from memory.services.turns import RESUMED_NOTE, page_complete
 from persona.models import AgentTrait, KnowledgeFact, UserTrait
 from tests.conftest import stopped_mid_turn
 
@@ -253,7 +253,8 @@ def test_a_turn_that_stopped_mid_reply_still_enters_memory(make_user, memory_env
 
     stopped.refresh_from_db(), live.refresh_from_db()
     assert report.interrupted == 1
-    assert (stopped.status, stopped.response, stopped.reply_model) == (PageStatus.COMPLETE, "", INTERRUPTED_MODEL_NAME)
+    assert (stopped.status, stopped.reply_model) == (PageStatus.COMPLETE, INTERRUPTED_MODEL_NAME)
+    assert stopped.response.endswith(RESUMED_NOTE)  # answered from memory when resumed
     assert live.status == PageStatus.PENDING  # may still be replying
     recalled = recall_for_query(user=user, query="Where is Ines moving?", policy="hybrid",
                                 turn_tiers=(Tier.STM, Tier.MTM))
@@ -262,6 +263,20 @@ def test_a_turn_that_stopped_mid_reply_still_enters_memory(make_user, memory_env
     assert [item.text for item in recalled.items if item.kind == "turn"] == [
         f"{user.get_username()}: My sister Ines is moving to Lisbon in June."]
     assert maintenance_run(user_id=user.pk).interrupted == 0  # done once
+
+
+def test_a_resumed_question_is_answered_from_memory_not_left_empty(make_user, memory_env):
+    """Issue 49, finding 8: a resumed turn was closed with an empty reply."""
+    tune(memory_env, PENDING_TIMEOUT_S=600)
+    user = make_user()
+    page_complete(page=page_start(user=user, query="My dog is called Rex."), response="Hello, Rex!",
+                  reply_model="test")
+    maintenance_run(user_id=user.pk)
+    stopped = stopped_mid_turn(user, "What is my dog called?", minutes_ago=11)
+    assert maintenance_run(user_id=user.pk).interrupted == 1
+    stopped.refresh_from_db()
+    assert stopped.interrupted and "Rex" in stopped.response and stopped.response.endswith(RESUMED_NOTE)
+    assert "remember" not in stopped.response.removesuffix(RESUMED_NOTE).lower()
 
 
 def test_promotion_reads_only_pages_new_since_the_last_or_else_the_latest(make_user, memory_env, monkeypatch):
