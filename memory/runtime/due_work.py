@@ -9,7 +9,9 @@ MEMORYOS_PENDING_TIMEOUT_S old; memory.selectors.maintenance.stopped_turn_pages)
 beat, and maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
 lock and re-checks its work), so several server processes may run it side by side. The thread
 only hands each user to where the work after replies runs (memory/runtime/after_reply.py): the
-low-priority lane, which waits for the replies under way, or the Celery workers.
+low-priority lane, which waits for the replies under way, or the Celery workers. As it starts, the
+thread checks the vector index against the database (memory/services/reindex.py index_check) and
+reindexes the people whose pages it lacks, with an error in the log.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from django.db import close_old_connections
 from memory.runtime.after_reply import maintenance_schedule
 from memory.selectors.maintenance import stopped_turn_pages, users_with_maintenance_to_do
 from memory.services.maintenance import MaintenanceReport, maintenance_run
+from memory.services.reindex import index_check
 from memory.services.turn_holders import process_beat, process_stop_beating
 
 log = logging.getLogger(__name__)
@@ -96,6 +99,10 @@ def _loop(interval_s: float) -> None:
     beat_s = max(0.01, min(settings.MEMORYOS_DUE_WORK_HEARTBEAT_S, interval_s or float("inf")))
     full_due = time.monotonic()
     try:
+        try:
+            index_check(fix=True)
+        except Exception:  # the index or the database is down: the due work below says so again
+            log.exception("event=index_check_failed")
         while True:
             close_old_connections()
             try:

@@ -1,13 +1,16 @@
-"""Rebuilding Qdrant from the database: the vectors are derived data."""
+"""Rebuilding Qdrant from the database: the vectors are derived data. index_check compares the two
+(a server runs it as it starts) and reindexes the people whose pages the index lacks."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import Count
 from tqdm import tqdm
 
 from memory.adapters import configured
@@ -23,6 +26,7 @@ from memory.services.utterances import index_turns
 from persona.models import AgentTrait, KnowledgeFact
 
 BATCH = 256
+log = logging.getLogger(__name__)
 
 
 def _batches(rows: Iterable, size: int = BATCH) -> Iterator[list]:
@@ -49,6 +53,38 @@ def _page_points(batch: list[DialoguePage]) -> list[VectorPoint]:
 def _lpm_points(batch: list) -> list[VectorPoint]:
     vectors = configured.embedder().embed([row.text for row in batch])
     return [lpm_point(row, vec) for row, vec in zip(batch, vectors, strict=True)]
+
+
+def _indexable_pages():
+    """The pages the index holds a point for: complete, embedded, neither repressed nor archived."""
+    return (DialoguePage.objects.filter(status=PageStatus.COMPLETE, repressed=False).exclude(embedding=b"")
+            .exclude(tier=Tier.ARCHIVED).exclude(segment__repressed=True))
+
+
+@dataclass(frozen=True)
+class IndexShortfall:
+    user_id: int
+    pages: int  # pages the database says are indexed
+    points: int  # page points the index holds for the person
+
+
+def index_check(*, fix: bool = False) -> list[IndexShortfall]:
+    """The people whose pages the vector index lacks (a shard lost, or restored from elsewhere,
+    opens without error and recalls nothing), logged as an error; with `fix`, each reindexed
+    (reindex_user). The whole index's page count is read first, and only a shortfall there asks
+    person by person."""
+    index = configured.vector_index()
+    expected = _indexable_pages().count()
+    if index.count(kind="page") >= expected:
+        return []
+    per_user = _indexable_pages().order_by().values("user_id").annotate(n=Count("id")).values_list("user_id", "n")
+    short = [IndexShortfall(user_id=user_id, pages=pages, points=points) for user_id, pages in per_user
+             if (points := index.count(user_id=str(user_id), kind="page")) < pages]
+    for gap in short:
+        log.error("event=index_disagrees user=%s pages=%s points=%s fix=%s", gap.user_id, gap.pages, gap.points, fix)
+        if fix:
+            reindex_user(user_id=gap.user_id)
+    return short
 
 
 def reindex_all(*, progress: bool = False) -> dict[str, int]:
