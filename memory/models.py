@@ -85,6 +85,38 @@ class UserMemoryState(models.Model):
         return f"memory state of {self.user_id}"
 
 
+class HistoryImport(models.Model):
+    """A chat history a person uploaded, as a job (memory/services/history_jobs.py): read and
+    checked as it was uploaded, its file kept under var/imports/ until its pages are stored by the
+    import worker (memory/runtime/imports.py), one job at a time, giving way to replies."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="history_imports")
+    name = models.CharField(max_length=255)
+    format = models.CharField(max_length=16)
+    conversations = models.IntegerField(default=0)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    done = models.IntegerField(default=0)
+    total = models.IntegerField(default=0)
+    file = models.CharField(max_length=255, blank=True, default="")  # under var/imports/, until stored
+    report = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "created_at"]), models.Index(fields=["user", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"import {self.id} of {self.user_id} ({self.status})"
+
+
 class Tier(models.TextChoices):
     STM = "stm", "short-term"
     MTM = "mtm", "mid-term"

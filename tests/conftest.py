@@ -106,6 +106,7 @@ def memory_env(settings, tmp_path, transactional_db):
 
     settings.QDRANT_URL = ""
     settings.QDRANT_PATH = tmp_path / "qdrant"
+    settings.VAR_DIR = tmp_path / "var"  # what the services keep there at run time (history uploads)
     # A configured model reads each turn's facts by default (a second call a turn); the tests' scripted
     # models answer the reply and maintenance alone, and the tests of the model's facts turn it on.
     settings.MEMORYOS = {**settings.MEMORYOS, "MAINTENANCE_MODE": "sync", "TURN_FACTS_MODEL": False}

@@ -11,7 +11,8 @@ lock and re-checks its work), so several server processes may run it side by sid
 only hands each user to where the work after replies runs (memory/runtime/after_reply.py): the
 low-priority lane, which waits for the replies under way, or the Celery workers. As it starts, the
 thread checks the vector index against the database (memory/services/reindex.py index_check) and
-reindexes the people whose pages it lacks, with an error in the log.
+reindexes the people whose pages it lacks, with an error in the log; and on each full run it
+resumes the history imports whose process stopped (memory/runtime/imports.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from memory.runtime.after_reply import maintenance_schedule
+from memory.runtime.imports import imports_resume
 from memory.selectors.maintenance import stopped_turn_pages, users_with_maintenance_to_do
 from memory.services.maintenance import MaintenanceReport, maintenance_run
 from memory.services.reindex import index_check
@@ -110,6 +112,7 @@ def _loop(interval_s: float) -> None:
                 everything = time.monotonic() >= full_due
                 users = due_work_dispatch(stopped_turns_only=not everything)
                 if everything:
+                    imports_resume()  # history imports whose process stopped, and any still queued
                     full_due = time.monotonic() + interval_s
                 log.log(logging.INFO if users else logging.DEBUG, "event=due_work_scheduled users=%s", users)
             except Exception:  # the database is down: try again on the next tick

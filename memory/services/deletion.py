@@ -380,6 +380,7 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
                             ("profile", UserProfile.objects.filter(user=user))):
             counts[label] = rows.count()
             rows.delete()
+        counts["imports"] = history_jobs_forget(user=user)  # their uploads' files with them
         # The claim of a running import, taken back: its next page finds it lost and stops.
         UserMemoryState.objects.filter(user=user).update(maintenance_due=False, maintenance_failures=0,
                                                          last_error="", import_claim="", import_claimed_until=None)
@@ -387,7 +388,6 @@ def user_forget(*, user, actor=None, reason: str = "") -> dict[str, int]:
                      actor=actor_name(actor), reason=reason, counts=counts)
         transaction.on_commit(lambda: configured.vector_index().delete_user(user_id=str(user.pk)))
         transaction.on_commit(database_scrub)
-        transaction.on_commit(lambda: history_jobs_forget(user.pk))
         blobs_release_on_commit(content_cids)
     return counts
 

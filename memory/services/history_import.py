@@ -34,7 +34,7 @@ from memory.models import LifecycleEvent
 from memory.services.common import MemoryInputError, text_problem
 from memory.services.events import event_record
 from memory.services.import_claims import import_claimed
-from memory.services.importing import conversation_import, conversations_validate
+from memory.services.importing import GiveWay, conversation_import, conversations_validate
 
 
 @dataclass
@@ -97,12 +97,14 @@ def history_read(*, user, data: bytes | BinaryIO, name: str) -> HistoryRead:
 
 
 def history_store(*, user, read: HistoryRead, name: str, claim: str, progress: bool = False,
-                  on_page: Callable[[int, int], None] | None = None) -> HistoryImportReport:
-    """Store an export already read (history_read) under the person's import claim (module doc)."""
+                  on_page: Callable[[int, int], None] | None = None,
+                  give_way: GiveWay | None = None) -> HistoryImportReport:
+    """Store an export already read (history_read) under the person's import claim (module doc);
+    `give_way`: as conversation_import's (the import worker gives way to replies)."""
     started = time.perf_counter()
     whole = read.conversation
     report = (conversation_import(user=user, conversation=whole, progress=progress, on_page=on_page,
-                                  claim=claim) if whole.sessions else None)
+                                  claim=claim, give_way=give_way) if whole.sessions else None)
     summary = read.summary
     event_record(user_id=user.pk, kind=LifecycleEvent.Kind.HISTORY_IMPORTED, subject_id=read.format,
                  format=read.format, file=name[:200], conversations=summary["conversations"],

@@ -46,6 +46,14 @@ EMBED_PAGES = 16 * PAGE_BATCH  # pages whose texts are embedded together, up fro
 IMPORT_MODEL_NAME = "imported"
 
 
+@dataclass(frozen=True)
+class GiveWay:
+    """How an import gives way to replies: `wanted()`, whether one is under way; `wait()`, until none is."""
+
+    wanted: Callable[[], bool]
+    wait: Callable[[], None]
+
+
 @dataclass
 class ImportReport:
     sample_id: str
@@ -146,7 +154,8 @@ def _store(user, sona, item: LocomoPage, vector, existing: DialoguePage | None) 
 
 def conversation_import(*, user, conversation: Conversation, progress: bool = False,
                         batched: bool | None = None, claim: str | None = None,
-                        on_page: Callable[[int, int], None] | None = None) -> ImportReport:
+                        on_page: Callable[[int, int], None] | None = None,
+                        give_way: GiveWay | None = None) -> ImportReport:
     """Each pair of speaker runs becomes a page with its original time and source turn ids;
     maintenance runs after every page, as it would after every live turn. Pages stored by an
     earlier run are left as they are.
@@ -154,6 +163,8 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
     batched (default: when no chat model is configured, whose calls must not hold a transaction
     open): a transaction per batch of pages, the graph re-addressed once in it (module doc).
     `on_page(done, total)` is told after each page stored (a page in the browser shows it).
+    `give_way`: a reply under way ends the batch at the page being stored, and the import waits for
+    it outside any transaction (the import worker, memory/runtime/imports.py).
 
     One import runs at a time for a person (memory/services/import_claims.py): `claim` is the token
     of a claim the caller holds already; without one the import claims it, or is refused
@@ -161,11 +172,12 @@ def conversation_import(*, user, conversation: Conversation, progress: bool = Fa
     conversations_validate([conversation])
     with import_claimed(user=user, claim=claim) as token:
         return _conversation_store(user, conversation, progress=progress, batched=batched, claim=token,
-                                   on_page=on_page)
+                                   on_page=on_page, give_way=give_way)
 
 
 def _conversation_store(user, conversation: Conversation, *, progress: bool, batched: bool | None, claim: str,
-                        on_page: Callable[[int, int], None] | None) -> ImportReport:
+                        on_page: Callable[[int, int], None] | None,
+                        give_way: GiveWay | None = None) -> ImportReport:
     if batched is None:
         batched = configured.chat_model() is None
     started = time.perf_counter()
@@ -176,24 +188,30 @@ def _conversation_store(user, conversation: Conversation, *, progress: bool, bat
     todo = [(item, _stored_as(item, stored)) for item in pages]
     todo = [(item, page) for item, page in todo if page is None or page.status == PageStatus.PENDING]
     bar = tqdm(total=len(todo), desc=f"import {conversation.sample_id}", unit="page", disable=not progress)
-    done, ready_until = 0, 0
+    done, ready_until, start = 0, 0, 0
     if on_page is not None:
         on_page(0, len(todo))
-    for start in range(0, len(todo), PAGE_BATCH):
-        batch = todo[start:start + PAGE_BATCH]
+    while start < len(todo):
         if start >= ready_until:  # the first batch alone, so that progress moves soon; then EMBED_PAGES at once
-            ready_until = start + (PAGE_BATCH if start == 0 else EMBED_PAGES)
+            # (a batch at a time when giving way: the up-front work is where an import holds the CPU)
+            ready_until = start + (PAGE_BATCH if start == 0 or give_way is not None else EMBED_PAGES)
+            if give_way is not None:
+                give_way.wait()
             chunk = [item for item, _ in todo[start:ready_until]]
             page_vectors, said_vectors = _embed_up_front(chunk)
             _read_up_front(chunk)
+        if give_way is not None:
+            give_way.wait()  # outside any transaction: replies under way go first
         with graph.readdress_once() if batched else nullcontext():
-            for item, existing in batch:
+            for item, existing in todo[start:min(start + PAGE_BATCH, ready_until)]:
                 import_renew(user=user, claim=claim)  # each page: an erase takes the claim back, and this stops
                 _store(user, sona, item, page_vectors[page_text(item.query, item.response)], existing)
-                done += 1
+                done, start = done + 1, start + 1
                 bar.update(1)
                 if on_page is not None:  # counted here: a disabled bar counts nothing
                     on_page(done, len(todo))
+                if give_way is not None and give_way.wanted():
+                    break  # a reply began: the batch's transaction ends here, and the import waits
         index_turns(user_id=user.pk, vectors=said_vectors)
     bar.close()
     if not todo:  # a re-run after a stop between the last page and its indexing

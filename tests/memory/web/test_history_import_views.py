@@ -13,6 +13,7 @@ from django.test import Client
 
 from memory.benchmarks.exports import ChatGPTConversation, chatgpt_json
 from memory.models import DialoguePage
+from memory.runtime import imports
 from memory.services.forgetting import memory_erase_all
 from memory.web import history_import
 
@@ -116,3 +117,16 @@ def test_an_erase_takes_the_import_pages_away_at_once(make_user):
     memory_erase_all(user=user)
     assert client.get(answer.url).status_code == 404
     assert "An import of yours is running" not in client.get("/settings/import/").content.decode()
+
+
+def test_uploads_queue_one_a_person_and_say_how_many_are_ahead(make_user, monkeypatch):
+    monkeypatch.setattr(history_import, "imports_kick", lambda: None)  # the worker busy elsewhere
+    _, ana = signed_in(make_user, "ana")
+    _, bo = signed_in(make_user, "bo")
+    first = ana.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    second = bo.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    assert "Checked and waiting to be stored: 1 import ahead of yours." in bo.get(second.url).content.decode()
+    again = ana.post("/settings/import/", {"export": SimpleUploadedFile("conversations.json", export())})
+    assert again.status_code == 400 and "still running" in again.content.decode()
+    imports.imports_kick()
+    assert "2 added" in finished(ana, first.url) and "2 added" in finished(bo, second.url)
