@@ -45,7 +45,7 @@ from memory.services.common import MemoryInputError, lock_user_state
 from memory.services.editing import actor_name, memory_get, memory_point_ids, reason_clean
 from memory.services.events import event_record
 from memory.services.files import blobs_release_on_commit, page_files_delete
-from memory.services.history_jobs import history_jobs_forget
+from memory.services.import_files import history_jobs_forget
 from memory.services.segments import SUMMARY_PAGES, segment_rederive
 from memory.services.supersession import superseded_pages, supersessions_forget_facts
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait

@@ -10,8 +10,9 @@ the machine, shows progress that moves and survives a restart.
   to replies between pages; each page stored moves the job's count.
 - A running job whose person's claim is no longer held lost its process (a restart, kill -9): it is
   queued again (history_jobs_requeue_stopped) and resumed, adding only what is missing.
-- Erasing the person's memory deletes their jobs and files (history_jobs_forget); the job's
-  running import finds its claim taken back and stops at its next page.
+- Erasing the person's memory deletes their jobs and files (memory/services/import_files.py
+  history_jobs_forget); the job's running import finds its claim taken back and stops at its
+  next page.
 """
 
 from __future__ import annotations
@@ -19,12 +20,9 @@ from __future__ import annotations
 import logging
 import shutil
 from datetime import timedelta
-from pathlib import Path
 from typing import BinaryIO
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -32,6 +30,7 @@ from memory.models import HistoryImport, UserMemoryState
 from memory.services.common import MemoryInputError
 from memory.services.history_import import HistoryRead, history_read, history_store
 from memory.services.import_claims import ImportRunning, import_claimed
+from memory.services.import_files import imports_dir
 from memory.services.importing import GiveWay
 
 log = logging.getLogger(__name__)
@@ -39,12 +38,6 @@ log = logging.getLogger(__name__)
 Status = HistoryImport.Status
 OPEN = (Status.QUEUED, Status.RUNNING)
 STOPPED_AFTER = timedelta(seconds=60)  # a running job unmoved this long, its claim free, has stopped
-
-
-def imports_dir() -> Path:
-    path = Path(settings.VAR_DIR) / "imports"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
 
 
 def history_job_queue(*, user, read: HistoryRead, stream: BinaryIO, name: str) -> HistoryImport:
@@ -154,16 +147,3 @@ def history_files_sweep(*, older_than: timedelta = timedelta(hours=1)) -> int:
 
 def history_jobs_waiting() -> bool:
     return HistoryImport.objects.filter(status=Status.QUEUED).exists()
-
-
-def history_jobs_forget(*, user) -> int:
-    """Every job of the person's, with its kept file, gone (an erase); how many."""
-    files = [name for name in HistoryImport.objects.filter(user=user).values_list("file", flat=True) if name]
-    count, _ = HistoryImport.objects.filter(user=user).delete()
-
-    def remove() -> None:
-        for name in files:
-            (imports_dir() / name).unlink(missing_ok=True)
-
-    transaction.on_commit(remove)
-    return count

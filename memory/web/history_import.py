@@ -16,7 +16,7 @@ READ_WAIT_S for its turn.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -24,13 +24,15 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from memory.models import HistoryImport
 from memory.runtime.imports import imports_kick
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_read
 from memory.services.history_jobs import history_job_current, history_job_of, history_job_queue, history_jobs_ahead
 from memory.services.import_claims import import_claimed
 from memory.web.htmx import refused_status
+
+if TYPE_CHECKING:
+    from memory.models import HistoryImport
 
 READ_WAIT_S = 30
 _readers: dict[int, threading.BoundedSemaphore] = {}

@@ -22,9 +22,9 @@ from memory.services.history_jobs import (
     history_job_queue,
     history_jobs_ahead,
     history_jobs_requeue_stopped,
-    imports_dir,
 )
 from memory.services.import_claims import import_claim
+from memory.services.import_files import imports_dir
 from memory.services.importing import GiveWay, conversation_import
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
