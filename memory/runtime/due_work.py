@@ -9,10 +9,12 @@ MEMORYOS_PENDING_TIMEOUT_S old; memory.selectors.maintenance.stopped_turn_pages)
 beat, and maintenance that failed is tried again. Each run is idempotent (maintenance_run holds the user's
 lock and re-checks its work), so several server processes may run it side by side. The thread
 only hands each user to where the work after replies runs (memory/runtime/after_reply.py): the
-low-priority lane, which waits for the replies under way, or the Celery workers. As it starts, the
-thread checks the vector index against the database (memory/services/reindex.py index_check) and
-reindexes the people whose pages it lacks, with an error in the log; and on each full run it
-resumes the history imports whose process stopped (memory/runtime/imports.py).
+low-priority lane, which waits for the replies under way, or the Celery workers. Once the process
+has opened the vector index (its warm-up, or a first request: an embedded shard opens in one
+process only, so the thread never opens it first), the thread checks the index against the database
+(memory/services/reindex.py index_check) and reindexes the people whose pages it lacks, with an
+error in the log; and on each full run it resumes the history imports whose process stopped
+(memory/runtime/imports.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections
 
+from memory.adapters import configured
 from memory.runtime.after_reply import maintenance_schedule
 from memory.runtime.imports import imports_resume
 from memory.selectors.maintenance import stopped_turn_pages, users_with_maintenance_to_do
@@ -100,15 +103,15 @@ def due_work_stop(timeout: float | None = None) -> None:
 def _loop(interval_s: float) -> None:
     beat_s = max(0.01, min(settings.MEMORYOS_DUE_WORK_HEARTBEAT_S, interval_s or float("inf")))
     full_due = time.monotonic()
+    index_checked = False
     try:
-        try:
-            index_check(fix=True)
-        except Exception:  # the index or the database is down: the due work below says so again
-            log.exception("event=index_check_failed")
         while True:
             close_old_connections()
             try:
                 process_beat()  # first: the turns this process stores from now on are its own
+                if not index_checked and configured.vector_index.cache_info().currsize:
+                    index_checked = True  # once, when this process has opened the index (warm-up or a request)
+                    index_check(fix=True)
                 everything = time.monotonic() >= full_due
                 users = due_work_dispatch(stopped_turns_only=not everything)
                 if everything:

@@ -49,6 +49,6 @@ def test_an_index_that_lost_a_persons_pages_is_noticed_and_reindexed(make_user, 
 def test_a_server_starting_reindexes_what_the_index_lacks(make_user):
     ana = make_user("ana")
     say(ana, "My cat Miso sleeps on the piano.")
-    configured.vector_index().delete_user(user_id=str(ana.pk))
+    configured.vector_index().delete_user(user_id=str(ana.pk))  # the index is open, as after a warm-up
     due_work_start_in_background(interval_s=0).join(60)  # one run, as a server starts
     assert configured.vector_index().count(user_id=str(ana.pk), kind="page") == 1
