@@ -56,8 +56,9 @@ NEGATION = re.compile(r"\bnot\b|n't\b|\bno\b|\bnever\b|\bwithout\b|\bno longer\b
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--half", action="append", choices=sorted(HALVES),
-                        help="which statements to run (repeatable; default: both)")
+    parser.add_argument("--half", action="append", choices=sorted({*HALVES, *request_halves()}),
+                        help="which statements (and their requests) to run, or a half of requests alone "
+                             "(repeatable; default: all)")
     parser.add_argument("--file", type=Path, action="append", default=[],
                         help="a statements file of your own (the same format), run as its own half")
     parser.add_argument("--engine", action="store_true",
@@ -90,9 +91,10 @@ def load(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def holds(text: str, words: Iterable[str]) -> bool:
-    """Whether a text holds every word ("a|b": one of them), case-insensitive."""
-    lowered = text.lower()
-    return all(any(option.lower() in lowered for option in word.split("|")) for word in words)
+    """Whether a text holds every word ("a|b": one of them), case-insensitive, a hyphen read as a
+    space ("night-shift" is held by "night shift")."""
+    lowered = text.lower().replace("-", " ")
+    return all(any(option.lower().replace("-", " ") in lowered for option in word.split("|")) for word in words)
 
 
 def _captured(entry: dict[str, Any], facts: Sequence[str]) -> tuple[bool, bool]:
@@ -166,6 +168,13 @@ def engine_statements(statements: Sequence[dict[str, Any]]) -> list[dict]:
 
     facts_of_all(statement_in(entry["text"]) for entry in statements)  # parsed in one batch
     return [_statement_check(entry, facts_judged_offline(statement_in(entry["text"]))) for entry in statements]
+
+
+def request_halves() -> list[str]:
+    try:
+        return list(json.loads(REQUESTS.read_text(encoding="utf-8"))["halves"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise CommandError(f"{REQUESTS}: cannot read the requests: {exc}") from None
 
 
 def load_requests(half: str) -> list[dict[str, Any]]:
@@ -256,7 +265,8 @@ def change_scores(checks: Sequence[dict]) -> dict[str, Any]:
 
 def run(options: dict, stdout) -> dict:
     asked = options.get("half") or ()
-    halves = {name: HALVES[name] for name in asked} if asked or options.get("file") else dict(HALVES)
+    halves = ({name: HALVES[name] for name in asked if name in HALVES} if asked or options.get("file")
+              else dict(HALVES))
     halves.update({path.stem: path for path in options.get("file") or ()})
     loaded = {name: load(path) for name, path in halves.items()}
     limit = options.get("limit") or 0
@@ -267,7 +277,13 @@ def run(options: dict, stdout) -> dict:
                               "engine_only": bool(options.get("engine")), "targets": TARGETS, "halves": {},
                               "show_misses": bool(options.get("misses"))}
     requests = {name: load_requests(name)[:limit or None] for name in loaded}
+    # Halves of requests alone (a later fresh half, written once the first two were tuned on).
+    alone = [name for name in request_halves() if name not in HALVES and (not asked or name in asked)]
+    requests.update({name: load_requests(name)[:limit or None] for name in alone})
     if options.get("engine"):
+        for name in alone:
+            result["halves"][name] = {"requests": request_scores(asked := engine_requests(requests[name])),
+                                      "misses": _misses([], [], asked)}
         for name, data in loaded.items():
             checks = engine_statements(data["statements"])
             asked = engine_requests(requests[name])
@@ -279,6 +295,9 @@ def run(options: dict, stdout) -> dict:
     if configured.chat_model() is not None:
         raise CommandError("bench understanding measures the offline engine: unset the LLM endpoint (LLM_ENABLED=0)")
     with common.bench_env(isolate_db=not options.get("in_place")) as env:
+        for name in alone:
+            asked = run_requests(env, requests[name], label=name, show=show)
+            result["halves"][name] = {"requests": request_scores(asked), "misses": _misses([], [], asked)}
         for name, data in loaded.items():
             checks = run_statements(env, data["statements"], label=name, show=show)
             changed = run_changes(env, data["changes"], label=name, show=show)
@@ -308,21 +327,24 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f} %"
 
 
+def _capture_tables(half: str, capture: dict) -> list[str]:
+    rows = [[kind, s["statements"], s["facts"], s["captured"], s["wrong"], _pct(s["recall"]),
+             _pct(s["precision"]), _pct(s["answered"]), s["false_promises"]]
+            for kind, s in [*capture["kinds"].items(), ("all", capture["all"])]]
+    forms = [[form, s["facts"], s["captured"], _pct(s["recall"])] for form, s in capture["forms"].items()]
+    return [common.render_table(["kind", "statements", "facts", "captured", "wrong/false", "recall", "precision",
+                                 "answered", "false promises"], rows, title=f"{half}: capture by kind"),
+            common.render_table(["form", "facts", "captured", "recall"], forms,
+                                title=f"{half}: capture by wording (negations kept: "
+                                      f"{_pct(capture['all']['negation_kept'])}, every fact of a "
+                                      f"multi-fact message: {_pct(capture['multi_complete'])})")]
+
+
 def render(result: dict) -> str:
     parts = []
     for half, found in result["halves"].items():
-        capture = found["capture"]
-        rows = [[kind, s["statements"], s["facts"], s["captured"], s["wrong"], _pct(s["recall"]),
-                 _pct(s["precision"]), _pct(s["answered"]), s["false_promises"]]
-                for kind, s in [*capture["kinds"].items(), ("all", capture["all"])]]
-        parts.append(common.render_table(
-            ["kind", "statements", "facts", "captured", "wrong/false", "recall", "precision", "answered",
-             "false promises"], rows, title=f"{half}: capture by kind"))
-        forms = [[form, s["facts"], s["captured"], _pct(s["recall"])] for form, s in capture["forms"].items()]
-        parts.append(common.render_table(["form", "facts", "captured", "recall"], forms,
-                                         title=f"{half}: capture by wording (negations kept: "
-                                               f"{_pct(capture['all']['negation_kept'])}, every fact of a "
-                                               f"multi-fact message: {_pct(capture['multi_complete'])})"))
+        if "capture" in found:  # a half of requests alone has none
+            parts += _capture_tables(half, found["capture"])
         if "changes" in found:
             changes = found["changes"]
             rows = [[kind, s["scripts"], s["passed"], _pct(s["rate"])] for kind, s in changes["kinds"].items()]
