@@ -172,10 +172,15 @@ check help play list summarise summarize draft compose create generate describe 
 # Asking memory to let something go: a verb of forgetting said to the assistant, or a verb of
 # keeping said to it with a "don't" (memory/engine/reading/requests.py).
 FORGETTING = _words("""
-forget erase delete remove wipe unlearn scrub purge clear disregard scrap bin unremember scratch strike expunge
+forget erase delete remove wipe unlearn scrub purge clear disregard ignore scrap bin unremember scratch strike expunge
 """)
 KEEPING = _words("""
 remember store save keep record note write log memorize memorise retain hold file jot track add put learn commit hang
 """)
 # "keep that between us", "keep it to yourself", "off the record": not to be kept at all.
 PRIVATE = _words("between private secret quiet yourself confidential record")
+# Verbs that hold something as private when said with one of those: "keep it quiet", "treat this as
+# confidential", "consider that private".
+CONFIDING = _words("keep treat consider mark hold")
+# What one tells: "pretend I never told you / typed it / brought it up".
+TELLING = _words("tell say mention hear happen type write share bring")

@@ -147,6 +147,14 @@ def test_a_fact_written_to_the_person_is_stored_in_the_third_person_and_reads_ba
     ("You don't have to remember that I'm diabetic.", {"diabetic"}),
     ("Pretend I never mentioned that I'm job hunting.", {"job", "hunting"}),
     ("I'm seeing a therapist, but keep that to yourself.", {"therapist"}),
+    # said in other grammar (issue 49): a courtesy the parser took for a subject, "treat … as", a
+    # copula declaring it private, a wish that it not be kept, "ignore", a pretence of not typing it
+    ("My PIN is 4821 but plz dont save it.", {"pin"}),
+    ("Treat this as private: I'm diabetic.", {"diabetic"}),
+    ("I sleep in my car these days. That's confidential.", {"sleep", "car"}),
+    ("I'm in debt, though I don't want it stored anywhere.", {"debt"}),
+    ("Ignore what I said about my ex.", {"ex"}),
+    ("Pretend I never wrote that I failed my exam.", {"failed", "exam"}),
 ])
 def test_a_request_not_to_keep_is_read_with_what_it_points_at(message, target_words):
     found = kept_back(message)

@@ -43,7 +43,9 @@ class KeptBack:
 
 
 def _subject(verb: Token) -> Token | None:
-    return next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    """The verb's subject; an interjection the parser took for one ("pls dont store it") is none."""
+    return next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")
+                 and c.tag_ != "UH" and c.lower_ not in _COURTESY), None)
 
 
 def _negated(verb: Token) -> bool:
@@ -93,13 +95,38 @@ def _points_at(verb: Token) -> list[Token] | None:
 
 
 def _private(verb: Token) -> bool:
-    """ "keep that between us", "keep it to yourself", "keep this private"."""
-    return verb.lemma_.lower() == "keep" and any(
+    """ "keep that between us", "keep it to yourself", "treat this as confidential"."""
+    return verb.lemma_.lower() in lx.CONFIDING and any(
         t.lower_ in lx.PRIVATE for c in verb.children if c.dep_ in ("prep", "acomp", "oprd", "advmod", "xcomp")
         for t in c.subtree)
 
 
+def _declared_private(verb: Token) -> bool:
+    """ "that's between us", "this is confidential", "it's private": what was said, declared
+    private (its subject points back at the message)."""
+    subject = _subject(verb)
+    return (verb.lemma_.lower() == "be" and verb.dep_ in ("ROOT", "conj", "ccomp") and subject is not None
+            and subject.lower_ in _BACK
+            and any(c.lower_ in _DECLARED if c.dep_ in ("acomp", "attr")
+                    else c.dep_ == "prep" and any(t.lower_ in _DECLARED for t in c.subtree) for c in verb.children))
+
+
+def _unwanted(verb: Token) -> bool:
+    """ "I don't want that written down", "I'd rather not have it stored": the speaker's wish that
+    what they said not be kept (a verb of keeping, as a participle, under a negated "want")."""
+    governor = verb.head
+    return (verb.lemma_.lower() in lx.KEEPING and verb.tag_ == "VBN" and governor is not verb
+            and governor.lemma_.lower() in ("want", "need", "have") and _negated_here(governor)
+            and (_subject(governor) is None or _subject(governor).lower_ in _SELF))
+
+
+def _negated_here(verb: Token) -> bool:
+    return any(c.dep_ == "neg" or c.lower_ in _NEGATING for c in verb.children)
+
+
 _LETTING_GO = lx.FORGETTING | lx.KEEPING
+# What "that's …" declares private ("it's quiet" is the room, not the message).
+_DECLARED = lx.PRIVATE - {"quiet", "yourself"}
 
 
 def _target(tokens: list[Token]) -> str:
@@ -113,7 +140,10 @@ def _target(tokens: list[Token]) -> str:
 
 def _asks_to_let_go(verb: Token) -> bool:
     lemma = verb.lemma_.lower()
-    if lemma not in _LETTING_GO or verb.pos_ not in ("VERB", "AUX") or not _addressed(verb):
+    if _declared_private(verb) or _unwanted(verb):
+        return True
+    if lemma not in _LETTING_GO and lemma not in lx.CONFIDING or verb.pos_ not in ("VERB", "AUX") \
+            or not _addressed(verb):
         return False
     asks = (lemma in lx.FORGETTING and not _negated(verb)) or (lemma in lx.KEEPING and _negated(verb)) \
         or _private(verb)
@@ -137,7 +167,7 @@ def _pretended(verb: Token) -> list[Token] | None:
     if verb.lemma_.lower() not in ("pretend", "act") or not _addressed(verb):
         return None
     told = next((t for c in verb.children for t in c.subtree
-                 if t.lemma_.lower() in ("tell", "say", "mention", "hear", "happen") and _negated(t)), None)
+                 if t.lemma_.lower() in lx.TELLING and _negated(t)), None)
     if told is None:
         return None
     return [t for c in told.children if c.dep_ in ("ccomp", "dobj", "prep") and c.lower_ not in _YOU
@@ -158,8 +188,10 @@ def kept_back(text: str) -> KeptBack | None:
         verb = next((t for t in doc if _asks_to_let_go(t)), None)
         if pretended is None and verb is None:
             continue
-        target = _target(pretended if pretended is not None else _points_at(verb) or [])
+        pointing_back = verb is not None and (_declared_private(verb) or _unwanted(verb))
+        target = "" if pointing_back else _target(pretended if pretended is not None else _points_at(verb) or [])
         if any(w.isalpha() and w.lower() not in _WRAPPERS for w in target.split()):
             return KeptBack(target)
-        return KeptBack(" ".join(w for w in (_outside(verb) if verb is not None else "", rest) if w).strip(" .!?"))
+        said = verb.head if verb is not None and _unwanted(verb) else verb  # "I don't want that written down"
+        return KeptBack(" ".join(w for w in (_outside(said) if said is not None else "", rest) if w).strip(" .!?"))
     return None
