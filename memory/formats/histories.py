@@ -170,7 +170,7 @@ def _read_text_stream(raw: BinaryIO, name: str, limits: Limits) -> tuple[str, li
         for index, raw_item in enumerate(_items(capped, name, limits)):
             kind = kind or _detect_one(raw_item, index, name)
             read = _chatgpt if kind == "chatgpt" else _claude
-            history = read(raw_item, f"{name}: conversation {index}")
+            history = read(raw_item, f"{name}: conversation {index + 1}")  # counted as people count
             messages += len(history.messages)
             if messages > limits.max_messages:
                 raise HistoryFormatError(f"{name}: more than {limits.max_messages:,} messages; "
@@ -243,7 +243,7 @@ def _json_problem(exc: Exception) -> str:
 
 def _detect_one(raw: Any, index: int, name: str) -> str:
     if not isinstance(raw, dict):
-        raise HistoryFormatError(f"{name}: conversation {index} is not an object")
+        raise HistoryFormatError(f"{name}: conversation {index + 1} is not a conversation (not a JSON object)")
     if "mapping" in raw:
         return "chatgpt"
     if "chat_messages" in raw:
@@ -317,15 +317,16 @@ def _chatgpt_branch(mapping: dict, current: str, where: str) -> list[dict]:
     chain, seen, node_id = [], set(), current
     while node_id is not None:
         if node_id in seen:
-            raise HistoryFormatError(f"{where}: the mapping's parents loop at node {node_id!r}")
+            raise HistoryFormatError(f"{where}: the messages' order loops back at message {node_id!r}")
         seen.add(node_id)
         node = mapping.get(node_id)
         if not isinstance(node, dict):
-            raise HistoryFormatError(f"{where}: node {node_id!r} is named but not in 'mapping'")
+            raise HistoryFormatError(f"{where}: message {node_id!r} is referred to but missing from the "
+                                     "file (is the export cut short or edited?)")
         chain.append(node)
         node_id = node.get("parent")
         if node_id is not None and not isinstance(node_id, str):
-            raise HistoryFormatError(f"{where}: node {chain[-1].get('id')!r}: 'parent' is not an id")
+            raise HistoryFormatError(f"{where}: message {chain[-1].get('id')!r}: its 'parent' is not a message id")
     return chain[::-1]
 
 
@@ -352,7 +353,8 @@ def _chatgpt(raw: Any, where: str) -> History:
     where = f"{where} ({title[:40]!r})" if title else where
     mapping, current = raw.get("mapping"), raw.get("current_node")
     if not isinstance(mapping, dict) or not isinstance(current, str):
-        raise HistoryFormatError(f"{where}: 'mapping' (an object) and 'current_node' (an id) are required")
+        raise HistoryFormatError(f"{where}: its messages are not where ChatGPT's export keeps them "
+                                 "('mapping' and 'current_node')")
     source_id = str(raw.get("conversation_id") or raw.get("id") or current)
     skipped: Counter = Counter()
     kept = []
@@ -360,7 +362,7 @@ def _chatgpt(raw: Any, where: str) -> History:
         message = node.get("message")
         if message is None:
             continue  # the tree's root holds no message
-        place = f"{where}, node {node.get('id')!r}"
+        place = f"{where}, message {node.get('id')!r}"
         if not isinstance(message, dict):
             raise HistoryFormatError(f"{place}: 'message' is not an object")
         author = message.get("author")

@@ -83,7 +83,7 @@ def history_read(*, user, data: bytes | BinaryIO, name: str) -> HistoryRead:
         kind, histories = read_export_stream(stream, name=name, limits=_limits())
     except HistoryFormatError as exc:
         raise MemoryInputError(f"Nothing was imported: {exc}") from None
-    titled = [f"conversation {index}, its title, {problem}" for index, history in enumerate(histories)
+    titled = [f"conversation {index}, its title, {problem}" for index, history in enumerate(histories, start=1)
               if (problem := text_problem(history.title))]
     if titled:  # shown on the import's page and in its report, so held to the rule for any stored text
         raise MemoryInputError(f"Nothing was imported: {name}: {titled[0]}")

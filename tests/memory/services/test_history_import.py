@@ -101,8 +101,8 @@ def test_a_broken_file_stores_nothing_and_names_the_place(make_user):
     user = make_user("maya")
     broken = json.loads(chatgpt_json([family(), garden()]))
     broken[1]["mapping"]["gar-m2"]["message"]["create_time"] = "tomorrow"
-    with pytest.raises(MemoryInputError, match=r"Nothing was imported: .*conversation 1 \('Allotment'\), "
-                                               r"node 'gar-m2', field 'create_time'"):
+    with pytest.raises(MemoryInputError, match=r"Nothing was imported: .*conversation 2 \('Allotment'\), "
+                                               r"message 'gar-m2', field 'create_time'"):
         history_import(user=user, data=json.dumps(broken).encode(), name="conversations.json")
     assert not DialoguePage.objects.filter(user=user).exists()
     assert not Sona.objects.filter(user=user).exists()
@@ -113,7 +113,7 @@ def test_a_title_no_memory_can_hold_stores_nothing(make_user):
     user = make_user("maya")
     titled = json.loads(chatgpt_json([family(), garden()]))
     titled[1]["title"] = "Allot\u0000ment"
-    with pytest.raises(MemoryInputError, match=r"conversation 1, its title, holds a NUL character"):
+    with pytest.raises(MemoryInputError, match=r"conversation 2, its title, holds a NUL character"):
         history_import(user=user, data=json.dumps(titled).encode(), name="conversations.json")
     assert not DialoguePage.objects.filter(user=user).exists()
 
