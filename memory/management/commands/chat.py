@@ -6,6 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.management.database import database_ready
 from memory.services.common import MemoryInputError
 from memory.services.turns import turn_run
 from memory.services.users import sona_get_or_create, user_get
@@ -32,6 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--trace", action="store_true", help="show what was recalled for each reply")
 
     def handle(self, *args, **opts):
+        database_ready()
         try:
             user = user_get(username=opts["user"], create=True)
         except MemoryInputError as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.formats.locomo import LocomoFormatError, load_conversations
+from memory.management.database import database_ready
 from memory.selectors.stats import memory_stats
 from memory.services.common import MemoryInputError
 from memory.services.importing import conversation_import, conversations_validate
@@ -28,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the final counts as JSON")
 
     def handle(self, *args, **opts):
+        database_ready()
         try:
             conversations = load_conversations(opts["file"])
         except LocomoFormatError as exc:

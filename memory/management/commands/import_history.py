@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.management.database import database_ready
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import
 from memory.services.users import user_get
@@ -28,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     def handle(self, *args, **opts):
+        database_ready()
         path: Path = opts["file"]
         try:
             stream = path.open("rb")  # read as a stream within the import's limits (settings)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -96,3 +100,14 @@ def test_after_a_crash_the_maintenance_command_completes_the_stopped_turns_and_t
     html = client.get("/").content.decode()
     assert "Remind me that the boiler service is on Tuesday." in html
     assert "The server stopped before answering; this reply was written from memory" in html
+
+
+def test_a_command_on_a_database_not_yet_migrated_says_what_to_do(tmp_path):
+    """Issue 50, finding 8: `manage.py chat` on a fresh database printed a traceback."""
+    root = Path(__file__).resolve().parents[3]
+    env = {**{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "QDRANT_URL")},
+           "MEMORYOS_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "memoryos_site.settings"}
+    ran = subprocess.run([sys.executable, "manage.py", "chat", "--user", "ana"], cwd=root, env=env, input="hello\n",
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    assert "The database is not set up yet" in ran.stderr and "manage.py migrate" in ran.stderr
