@@ -29,4 +29,5 @@ def tokens(request):
         except MemoryInputError as exc:
             error = str(exc)
     return render(request, "memory/tokens.html", {"tokens": api_tokens(user=request.user), "shown": shown,
-                                                  "error": error}, status=refused_status(request, bool(error)))
+                                                  "error": error, "v1_base": request.build_absolute_uri("/v1")},
+                  status=refused_status(request, bool(error)))

@@ -60,6 +60,14 @@ def test_the_settings_page_makes_and_revokes_tokens(client, make_user):
     assert client.post("/settings/tokens/", {"name": ""}).status_code == 400
 
 
+def test_the_settings_page_names_the_openai_base_url_with_copy_buttons(client, make_user):
+    """Issue 50, finding 8: the API page never mentioned /v1 or its base URL."""
+    client.force_login(make_user("ben"))
+    page = client.post("/settings/tokens/", {"name": "chat app"}).content.decode()
+    assert '<code id="v1-base">http://testserver/v1</code>' in page
+    assert 'data-copy="v1-base"' in page and 'data-copy="new-token"' in page and "js/copy.js" in page
+
+
 @pytest.mark.parametrize("ident", ["abc", "-1", "1e3", "", "²", "١٢"])
 def test_revoking_a_token_by_a_malformed_id_is_refused_plainly(client, make_user, ident):
     client.force_login(make_user("ben"))
