@@ -64,6 +64,15 @@ def memory_talk_answer(*, user, page: DialoguePage) -> TalkReply | None:
 
 # ------------------------------------------------------------------ what do you know about me?
 
+def _more(count: int, one: str, many: str = "") -> list[str]:
+    """The line saying how many more of a list than the reply shows ("and 3 more facts: …")."""
+    left = count - LIST_MAX
+    if left <= 0:
+        return []
+    return [f"- … and {left} more {one if left == 1 else many or one + 's'}, listed on the page "
+            "\"What I know about you\" (/me/)"]
+
+
 def _what(user, page: DialoguePage, target: str) -> TalkReply:
     known = about_me(user=user)
     if known.empty:
@@ -74,15 +83,18 @@ def _what(user, page: DialoguePage, target: str) -> TalkReply:
     for fact in known.facts[:LIST_MAX]:
         told = f" (you told me on {talk.day(fact.sources[0].at)})" if fact.sources else ""
         lines.append(f"- {fact.said}{told}")
+    lines += _more(len(known.facts), "fact")
     for said in known.statements[:LIST_MAX]:
         lines.append(f"- you told me on {talk.day(said.at)}: \"{said.text}\"")
+    lines += _more(len(known.statements), "thing you said about yourself", "things you said about yourself")
     for fact in known.past[:LIST_MAX]:
         lines.append(f"- before: {fact.said} ({fact.period})")
+    lines += _more(len(known.past), "earlier fact")
     if known.traits:
         sensed = ", ".join(f"{t.name.lower()} ({t.score:.2f})" for t in known.traits[:3])
         lines.append(f"- what I sense of you: {sensed}")
     lines.append("You can correct any of it (\"that's wrong, I …\"), ask why I think something, or say "
-                 "\"forget that I …\". The page \"What I know about you\" lists it all, with an erase button.")
+                 "\"forget that I …\". The page \"What I know about you\" (/me/) lists it all, with an erase button.")
     return TalkReply("\n".join(lines), talk.Intent.WHAT)
 
 

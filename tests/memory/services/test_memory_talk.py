@@ -138,6 +138,17 @@ def test_what_do_you_know_lists_facts_profile_and_statements(make_user):
     assert "don't know anything about you" in chat(other, "What do you know about me?")[0]
 
 
+def test_what_do_you_know_says_how_many_more_there_are(make_user):
+    """Issue 50, finding 4: the answer stopped at ten facts without saying so."""
+    user = make_user()
+    page = chat(user, "Hello there.") and DialoguePage.objects.get(user=user, seq=1)
+    for number in range(13):
+        fact(user, f"User has visited city number {number}", [page])
+    reply = chat(user, "What do you know about me?")[0]
+    assert reply.count("city number") == 10
+    assert "… and 3 more facts, listed on the page \"What I know about you\" (/me/)" in reply
+
+
 def test_forgetting_one_persons_memory_never_touches_anothers(make_user):
     alice, bob = make_user(), make_user()
     chat(alice, "I have a cat named Miso.")
