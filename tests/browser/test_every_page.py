@@ -93,7 +93,8 @@ def seeded(demo_server, browser):
         "segment": segment, "long-term": f"{base}/lpm/", "trait": trait, "provenance": fact,
         "recalls": f"{base}/recalls/?q=what+is+my+cat%27s+name", "lifecycle": f"{base}/events/",
         "edits": f"{base}/events/?group=edits", "replay": f"{base}/replay/", "changes": f"{base}/changes/",
-        "profile": "/profile/", "tokens": "/settings/tokens/", "404": "/no-such-page/",
+        "profile": "/profile/", "tokens": "/settings/tokens/", "about me": "/me/", "import": "/settings/import/",
+        "404": "/no-such-page/",
     }
     signed_out = {"sign-in": "/accounts/login/", "sign-up": "/accounts/signup/", "404 signed out": "/no/such/page/"}
     return {"state": state, "signed_in": signed_in, "signed_out": signed_out}
@@ -150,17 +151,20 @@ def check_delete_dialog(page, url: str, width: int) -> list[str]:
     return problems
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_page_fits_and_passes_axe(demo_server, browser, seeded, width):
+def test_every_page_fits_and_passes_axe(demo_server, browser, seeded, width, scheme):
+    """In the light theme and the dark one (the system's prefers-color-scheme, issue 50)."""
     axe, missing = axe_script()
     problems: list[str] = []
-    context = browser.new_context(viewport={"width": width, "height": HEIGHT}, storage_state=seeded["state"])
+    context = browser.new_context(viewport={"width": width, "height": HEIGHT}, storage_state=seeded["state"],
+                                  color_scheme=scheme)
     page = context.new_page()
     for name, path in seeded["signed_in"].items():
         problems += open_and_check(page, f"{demo_server.url}{path}", name, axe)
     problems += check_delete_dialog(page, f"{demo_server.url}{seeded['signed_in']['segment']}", width)
     context.close()
-    context = browser.new_context(viewport={"width": width, "height": HEIGHT})
+    context = browser.new_context(viewport={"width": width, "height": HEIGHT}, color_scheme=scheme)
     page = context.new_page()
     for name, path in seeded["signed_out"].items():
         problems += open_and_check(page, f"{demo_server.url}{path}", name, axe)
