@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django import template
 from django.urls import reverse
 from django.utils.html import format_html
@@ -32,6 +34,20 @@ def operator_verb(kind: str) -> str:
 
 KIND_LABELS = {"kb_fact": "fact", "agent_trait": "assistant note", "user_trait": "trait", "stm_page": "recent turn",
                "mtm_page": "mid-term page", "turn": "said earlier", "profile": "profile"}
+
+
+# Score parts that are moments (Unix seconds), shown as dates rather than raw numbers.
+MOMENT_PARTS = frozenset({"until", "since", "at"})
+
+
+@register.filter
+def breakdown_value(value, name: str) -> str:
+    """A recall score part as a person reads it: a moment as its date, a number to three places."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if name in MOMENT_PARTS:
+        return datetime.fromtimestamp(value, tz=UTC).strftime("%-d %b %Y")
+    return f"{value:.3f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
 
 
 @register.filter
