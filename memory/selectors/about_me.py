@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
+from memory.engine.facts import said_by_person
 from memory.engine.memory_talk import Candidate, first_person, period
 from memory.engine.text import is_question
 from memory.engine.traits import TRAITS_BY_KEY
@@ -86,8 +87,10 @@ class AboutMe:
 def _sources(user, page_ids) -> dict[str, Source]:
     # A turn set aside as saying otherwise (a correction represses it) is no reason for a belief.
     pages = DialoguePage.objects.filter(user=user, id__in=uuids(page_ids), repressed=False).only(
-        "id", "seq", "query", "timestamp")
-    return {str(p.id): Source(page_id=str(p.id), seq=p.seq, text=p.query, at=p.timestamp) for p in pages}
+        "id", "seq", "query", "utterances", "timestamp")
+    # An imported page's query reads "Tomasz: …": the person's own words are quoted, without the name.
+    return {str(p.id): Source(page_id=str(p.id), seq=p.seq, text=said_by_person(p.query, p.utterances or ()),
+                              at=p.timestamp) for p in pages}
 
 
 def _decisions(user, facts: list[KnowledgeFact]) -> dict[str, list[Decision]]:

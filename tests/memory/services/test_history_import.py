@@ -18,6 +18,7 @@ from memory.benchmarks.exports import (
     claude_json,
 )
 from memory.models import DialoguePage, LifecycleEvent, Sona
+from memory.selectors.about_me import about_me
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import
 from memory.services.recall import recall_for_query
@@ -157,3 +158,14 @@ def test_an_imported_request_not_to_keep_becomes_no_fact(make_user):
     facts = list(KnowledgeFact.objects.filter(user=user).values_list("text", flat=True))
     assert any("Rex" in text for text in facts)
     assert not any("Oslo" in text for text in facts)
+
+
+def test_an_imported_facts_source_quotes_the_person_without_their_name(make_user):
+    """Issue 50, finding 5: imported quotes started with the speaker's name ("Tomasz: My cat …")."""
+    user = make_user("maya")
+    chat = ChatGPTConversation("Pets", "pets")
+    chat.add("user", "My cat is called Pickle.")
+    chat.add("assistant", "Pickle is a lovely name.")
+    history_import(user=user, data=chatgpt_json([chat]), name="conversations.json")
+    sources = [source.text for fact in about_me(user=user).facts for source in fact.sources]
+    assert "My cat is called Pickle." in sources and not any(text.startswith("maya:") for text in sources)
