@@ -186,8 +186,11 @@ def statements_recent(*, user, limit: int = RECENT_STATEMENTS, covered: set[str]
     pages = DialoguePage.objects.filter(user=user, repressed=False, status=PageStatus.COMPLETE).filter(
         Q(query__istartswith="I ") | Q(query__istartswith="I'm ") | Q(query__istartswith="My ")
         | Q(query__istartswith="I've ")).only("id", "seq", "query", "timestamp").order_by("-seq")[:limit * 3]
+    undone = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.EDITED, subject_id="notice_undone")
+    # a notice's Undo took back what those words told
+    taken_back = {str(page_id) for ids in undone.values_list("payload__page_ids", flat=True) for page_id in ids or ()}
     found = [Source(page_id=str(p.id), seq=p.seq, text=p.query, at=p.timestamp) for p in pages
-             if not is_question(p.query) and str(p.id) not in (covered or set())]
+             if not is_question(p.query) and str(p.id) not in (covered or set()) | taken_back]
     return found[:limit]
 
 

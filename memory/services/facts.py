@@ -447,6 +447,9 @@ def fact_changes_of_page(*, user, page_id: str) -> list[FactChange]:
     return changes
 
 
+NOTICE_UNDONE = "notice_undone"
+
+
 def fact_change_undo(*, user, fact_id: str) -> list[str]:
     """Undo what a turn did to a fact: the fact is deleted through operator deletion (audited as
     `deleted`, its reason the notice's undo), and what it superseded is current again. Returns the
@@ -458,6 +461,10 @@ def fact_change_undo(*, user, fact_id: str) -> list[str]:
         raise MemoryNotFound(f"No fact {fact_id} in this memory.")
     restored = [row.text for row in KnowledgeFact.objects.filter(user=user, superseded_by=fact.pk)]
     memory_delete(user=user, kind="fact", ident=str(fact.pk), actor=user, reason="undone from the chat's notice")
+    # The words that told it are no longer listed as "things you said about yourself" either: the
+    # person took back what the notice added, not only its fact (memory/selectors/about_me.py).
+    event_record(user_id=user.pk, kind=LifecycleEvent.Kind.EDITED, subject_id=NOTICE_UNDONE,
+                 action=NOTICE_UNDONE, page_ids=[str(page_id) for page_id in fact.source_page_ids or ()])
     return restored
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import LifecycleEvent, MemoryEdge
+from memory.selectors.about_me import about_me
 from memory.services.common import MemoryNotFound
 from memory.services.facts import (
     fact_change_undo,
@@ -111,6 +112,17 @@ def test_undo_deletes_the_fact_audited_and_makes_the_old_one_current_again(make_
     assert current(user) == {"User lives in Lyon"}
     event = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.DELETED).latest("id")
     assert event.subject_id == change.fact_id and "undone" in event.payload["reason"]
+
+
+def test_undo_takes_back_the_words_too_not_only_the_fact(make_user):
+    """Issue 50, finding 3: after Undo, /me/ still listed the sentence as a thing said about oneself,
+    and "what do you know about me?" still named it."""
+    user = make_user()
+    told = turn_run(user=user, message="My favourite colour is green.")
+    [change] = fact_changes_of_page(user=user, page_id=str(told.page.id))
+    fact_change_undo(user=user, fact_id=change.fact_id)
+    assert not [s for s in about_me(user=user).statements if "green" in s.text]
+    assert "green" not in turn_run(user=user, message="What do you know about me?").reply
 
 
 def test_undo_of_another_users_fact_is_refused(make_user):
