@@ -247,6 +247,12 @@
       if (notice.querySelector(`[data-fact-id="${change.fact_id}"]`)) continue;
       notice.append(memoryChangeItem(change));
     }
+    memoryCountsChanged();
+  }
+
+  // The sidebar's counts follow what memory holds: refreshed when a notice arrives or is undone.
+  function memoryCountsChanged() {
+    document.body.dispatchEvent(new CustomEvent("memory-changed", { bubbles: true }));
   }
 
   function memoryChangeItem(change) {
@@ -280,6 +286,7 @@
       item.querySelector(".memory-change").textContent = `Undone: ${change.text}.${back}`;
       item.dataset.action = "undone";
       button.remove();
+      memoryCountsChanged();
     } catch (error) {
       button.disabled = false;
       showAlert(`Could not undo: ${error.message}`);

@@ -24,17 +24,21 @@ def test_the_notice_names_what_changed_and_undo_reverts_it(memoryos_server, brow
     send(person, "I live in Lyon.", 0)
     remembered = person.locator('.turn').nth(0).locator('.memory-notice li[data-action="remembered"]')
     expect(remembered).to_contain_text("You live in Lyon", timeout=NOTICE_TIMEOUT_MS)
+    facts = person.locator("#memory-stats .tier.lpm strong").first  # the sidebar counts what the notice added
+    expect(facts).to_have_text("1", timeout=10_000)
 
     send(person, "Big news: I moved from Lyon to Porto!", 1)
     changed = person.locator('.turn').nth(1).locator('.memory-notice li[data-action="changed"]')
     expect(changed).to_contain_text("You live in Porto", timeout=NOTICE_TIMEOUT_MS)
     expect(changed).to_contain_text("was: You live in Lyon")
+    expect(facts).to_have_text("2", timeout=10_000)
     person.screenshot(path=str(artifacts / "memory-notice.png"), full_page=True)
     undo_url = changed.locator("xpath=..").get_attribute("data-fact-id")
 
     changed.locator("button.memory-undo").click()
     undone = person.locator('.turn').nth(1).locator('.memory-notice li[data-action="undone"]')
     expect(undone).to_contain_text("You live in Lyon again", timeout=10_000)
+    expect(facts).to_have_text("1", timeout=10_000)  # Porto's fact gone again (issue 50, finding 4)
 
     send(person, "Where do I live?", 2)
     reply = person.locator(".turn").nth(2).locator(".reply").inner_text()
