@@ -251,6 +251,18 @@
   }
 
   // The sidebar's counts follow what memory holds: refreshed when a notice arrives or is undone.
+  // An opened panel is scrolled into the transcript's view, not left under the composer.
+  document.addEventListener("toggle", (event) => { // "toggle" does not bubble: caught on its way down
+    if (event.target.matches?.("details.recall")) revealOpened(event.target);
+  }, true);
+
+  function revealOpened(details) {
+    if (!details.open) return;
+    const reveal = () => details.scrollIntoView({ block: "nearest" });
+    reveal();
+    details.addEventListener("htmx:afterSwap", reveal, { once: true }); // once its contents arrive
+  }
+
   function memoryCountsChanged() {
     document.body.dispatchEvent(new CustomEvent("memory-changed", { bubbles: true }));
   }

@@ -221,3 +221,34 @@ def test_turns_settle_in_stored_order_whatever_order_frames_arrive(memoryos_serv
     by_seq = [texts[turn_id] for turn_id, _ in sorted(finishes, key=lambda finish: finish[1])]
     assert page.locator(".turn .query").all_inner_texts() == by_seq
     context.close()
+
+
+def test_the_keyboard_reaches_the_message_box_first_and_a_last_panel_opens_in_view(memoryos_server, browser):
+    """Issue 50, finding 7: the composer came after every "What I remembered" toggle in tab order, and
+    the last one opened under the composer."""
+    person = browser.new_context(viewport={"width": 1280, "height": 700}).new_page()
+    sign_up(person, memoryos_server.url, "keyboard", "a-long-secret-1")
+    person.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
+    for number in range(6):
+        send(person, f"Note {number}: I water the ferns on {['Monday', 'Tuesday', 'Friday'][number % 3]}s.", number)
+    person.goto(memoryos_server.url)  # the turns as the page renders them
+    person.wait_for_selector('#connection[data-state="open"]', timeout=30_000)
+    person.locator("a.skip-link").first.focus()  # the page's first stop, before the navigation
+    person.keyboard.press("Tab")
+    assert person.evaluate("document.activeElement.textContent") == "Skip to the message box"
+    person.keyboard.press("Enter")
+    assert person.evaluate("document.activeElement.id") == "message"
+    last = person.locator("#transcript details.recall").last
+    person.locator("#transcript").evaluate("(t) => { t.scrollTop = 0; }")
+    last.locator("summary").click()
+    person.wait_for_selector("#transcript details.recall[open] .recall-body :not(.muted)", timeout=15_000)
+    person.wait_for_timeout(300)
+    inside = person.evaluate("""() => {
+        const t = document.querySelector('#transcript').getBoundingClientRect();
+        const d = [...document.querySelectorAll('#transcript details.recall')].at(-1);
+        const s = d.querySelector('summary').getBoundingClientRect();
+        const b = d.querySelector('.recall-body').getBoundingClientRect();
+        // the summary stays in view, and the panel's contents show (not below the composer)
+        return s.top >= t.top - 1 && b.top < t.bottom - 80 && Math.min(b.bottom, t.bottom) - b.top >= 80;
+    }""")
+    assert inside
