@@ -17,6 +17,7 @@ from memory.models import (
     ApiToken,
     AttachedFile,
     DialoguePage,
+    HistoryImport,
     LifecycleEvent,
     MemoryAlias,
     MemoryEdge,
@@ -164,6 +165,15 @@ class UserMemoryStateAdmin(ReadOnlyAdmin):
                     "short_term_minutes", "long_term_threshold")
     list_filter = ("maintenance_due",)
     search_fields = ("user__username", "last_error")
+
+
+@admin.register(HistoryImport)
+class HistoryImportAdmin(ReadOnlyAdmin):
+    """The history uploads queued, running and done (memory/services/history_jobs.py)."""
+
+    list_display = ("id", "user", "name", "format", "status", "done", "total", "created_at", "updated_at")
+    list_filter = ("status", "format")
+    search_fields = ("user__username", "name")
 
 
 @admin.register(ServerProcess)
