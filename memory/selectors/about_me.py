@@ -17,7 +17,7 @@ from memory.engine.text import is_question
 from memory.engine.traits import TRAITS_BY_KEY
 from memory.models import DialoguePage, LifecycleEvent, PageStatus
 from memory.selectors.ids import uuids
-from persona.models import KnowledgeFact, Supersession, UserProfile, UserTrait
+from persona.models import AgentTrait, KnowledgeFact, Supersession, UserProfile, UserTrait
 
 PROFILE_LABELS = {"name": "Your name", "gender": "Your gender", "birth_year": "Born in"}
 STRONG_TRAITS = 8
@@ -71,6 +71,16 @@ class TraitView:
     evidence: tuple[Source, ...] = ()
 
 
+@dataclass(frozen=True)
+class NoteView:
+    """What the assistant noted in its conversations with the person (an agent trait: a suggestion,
+    a commitment, "on 14 March the user is flying to Lisbon"): kept about them, so shown to them."""
+
+    id: str
+    text: str
+    at: datetime
+
+
 @dataclass
 class AboutMe:
     facts: list[FactView]
@@ -78,10 +88,11 @@ class AboutMe:
     profile: list[ProfileValue]
     traits: list[TraitView]
     statements: list[Source]  # what the person said about themselves that no fact holds yet
+    notes: list[NoteView] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.facts or self.past or self.profile or self.traits or self.statements)
+        return not (self.facts or self.past or self.profile or self.traits or self.statements or self.notes)
 
 
 def _sources(user, page_ids) -> dict[str, Source]:
@@ -198,7 +209,13 @@ def about_me(*, user) -> AboutMe:
     facts, past = facts_known(user=user)
     covered = {s.page_id for f in [*facts, *past] for s in f.sources}
     return AboutMe(facts=facts, past=past, profile=profile_values(user=user), traits=traits_strongest(user=user),
-                   statements=statements_recent(user=user, covered=covered))
+                   statements=statements_recent(user=user, covered=covered), notes=assistant_notes(user=user))
+
+
+def assistant_notes(*, user) -> list[NoteView]:
+    """Everything the assistant keeps of its own about its conversations with the person, newest first."""
+    return [NoteView(id=str(row.pk), text=row.text, at=row.created_at)
+            for row in AgentTrait.objects.filter(user=user, repressed=False).order_by("-created_at")]
 
 
 def memory_candidates(*, user, exclude_page_id=None, words: frozenset[str] | None = None,

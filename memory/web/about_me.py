@@ -20,12 +20,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from memory.engine.wording import to_stored
 from memory.selectors.about_me import about_me as about_me_read
 from memory.services.common import MemoryInputError, MemoryNotFound
+from memory.services.deletion import memory_delete
 from memory.services.forgetting import correction_undo, correction_undoable, memories_correct, memory_erase_all
 from memory.services.memory_talk import memory_item_forget
 from memory.services.portable import memory_export
 
 ERASE_WORD = "erase"
-KINDS = {"facts": "fact", "profile": "profile", "traits": "trait", "said": "page"}
+KINDS = {"facts": "fact", "profile": "profile", "traits": "trait", "said": "page", "notes": "agent_trait"}
 
 
 def _page(undo: int | None = None) -> str:
@@ -47,6 +48,14 @@ def forget(request, kind: str, ident: str):
     """Forget one item for good (after the page's confirm)."""
     if kind not in KINDS:
         raise Http404("No such memory.")
+    if kind == "notes":  # one of the assistant's notes: deleted along its provenance, audited
+        try:
+            memory_delete(user=request.user, kind="agent_trait", ident=ident, actor=request.user,
+                          reason="forgotten by the person")
+        except (MemoryNotFound, MemoryInputError):
+            raise Http404("No such memory.") from None
+        messages.success(request, "Forgotten for good: 1 note of the assistant's.")
+        return redirect(_page())
     try:
         done = memory_item_forget(user=request.user, kind=KINDS[kind], ident=ident, actor=request.user)
     except MemoryNotFound:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from memory.models import DialoguePage, LifecycleEvent
+from memory.models import DialoguePage, LifecycleEvent, MemoryNode
+from memory.services import graph
 from memory.services.long_term import profile_update
 from memory.services.turns import turn_run
-from persona.models import KnowledgeFact, UserProfile
+from persona.models import AgentTrait, KnowledgeFact, UserProfile
 from tests.memory.services.test_editing import fact
 
 pytestmark = pytest.mark.usefixtures("memory_env")
@@ -119,3 +120,24 @@ def test_another_person_sees_and_changes_nothing(client, ana, make_user):
     assert UserProfile.objects.get(user=user).extra == {"city": "Lyon"}
     client.logout()
     assert client.get("/me/").status_code == 302  # to the login page
+
+
+def test_the_assistants_notes_about_the_person_are_shown_and_can_be_forgotten(client, ana, make_user):
+    """Issue 50, finding 4: agent traits held "Assistant will remember that on 14 March the user is
+    flying to Lisbon", never shown on /me/."""
+    user = ana[0]
+    page = DialoguePage.objects.get(user=user, seq=1)
+    note = AgentTrait.objects.create(user=user, text="Assistant will remember that on 14 March the user is flying "
+                                     "to Lisbon", normalised="lisbon note", source_page_ids=[str(page.id)])
+    graph.row_node_put(user_id=user.pk, kind=MemoryNode.Kind.AGENT_TRAIT, row=note)
+    client.force_login(user)
+    shown = client.get("/me/").content.decode()
+    assert "What the assistant noted in your conversations" in shown and "flying to Lisbon" in shown
+    eve = make_user("eve")
+    client.force_login(eve)
+    assert client.post(f"/me/notes/{note.pk}/forget/").status_code == 404  # not hers
+    client.force_login(user)
+    answer = client.post(f"/me/notes/{note.pk}/forget/", follow=True)
+    assert "Forgotten for good: 1 note of the assistant&#x27;s." in answer.content.decode()
+    assert not AgentTrait.objects.filter(pk=note.pk).exists()
+    assert "flying to Lisbon" not in client.get("/me/").content.decode()
