@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from memory.engine import memory_talk as talk
 from memory.engine.text import is_question
+from memory.engine.traits import TRAITS_BY_KEY
 from memory.models import DialoguePage, LifecycleEvent
 from memory.selectors.about_me import about_me, facts_known, memory_candidates, pages_dated, profile_values
 from memory.services.common import MemoryInputError, MemoryNotFound
@@ -29,7 +30,7 @@ from memory.services.forgetting import (
     memories_forget,
     reply_scrub,
 )
-from persona.models import UserTrait
+from persona.models import KnowledgeFact, UserTrait
 
 ASK = "ask"
 # How every question here ends: the next turn is read as its answer only after a reply that ends so.
@@ -125,14 +126,14 @@ def _statements(user, page: DialoguePage | None, words: frozenset[str] | None, p
 
 def _quoting(groups: list[talk.Group], target: str, others: list[talk.Candidate], queries: dict[str, str],
              chosen: set[str]) -> tuple[set[str], set[str]]:
-    """Turns that speak of the memories besides the chosen ones: those whose own words do (or that
-    are questions and requests about it) go; those where only the reply quoted it keep their words
-    and lose the reply."""
+    """Turns that speak of the memories besides the chosen ones: those whose own words do (a
+    statement, or a question or request about it) go; those where only the reply quoted it keep
+    their words and lose the reply."""
     speaks = {c.ident for c in others if any(talk.quotes(g, target, c.text) for g in groups)}
-    statements = {c.ident for c in others
-                  if not is_question(queries[c.ident]) and talk.detect(queries[c.ident]) is None}
-    replies = {ident for ident in speaks - chosen if ident in statements
-               and not any(talk.quotes(g, target, queries[ident]) for g in groups)}
+    # Only a turn whose own words speak of it goes; one where the reply alone quoted it ("what do
+    # you know about me?" answered with everything) keeps its words and loses the reply.
+    replies = {ident for ident in speaks - chosen
+               if not any(talk.quotes(g, target, queries[ident]) for g in groups)}
     return (speaks - replies) | chosen, replies
 
 
@@ -376,14 +377,28 @@ def _answer_question(user, page: DialoguePage, question: LifecycleEvent) -> Talk
 
 # ------------------------------------------------------------------ the person's page
 
-def memory_item_forget(*, user, kind: str, ident: str, actor=None):
-    """Forget one item of "What I know about you" (a fact, a profile value, a trait, a statement)
-    with the turns that quoted it, as the chat's "forget that" does. MemoryNotFound for an item
-    that is not the person's."""
+@dataclass(frozen=True)
+class ForgetPlan:
+    """What forgetting one item of the person's page removes, before it acts: the turns that go
+    (with why: they told it, or spoke of it) and the turns that keep their words but lose a reply
+    that quoted it."""
+
+    kind: str
+    ident: str
+    text: str
+    told: tuple[DialoguePage, ...]
+    spoke: tuple[DialoguePage, ...]
+    redacted: tuple[DialoguePage, ...]
+
+
+def memory_item_forget_plan(*, user, kind: str, ident: str) -> ForgetPlan:
+    """What memory_item_forget would remove (nothing changes). MemoryNotFound for an item that is
+    not the person's."""
     if kind == "trait":
         if not UserTrait.objects.filter(user=user, key=ident).exists():
             raise MemoryNotFound("No such trait in your memory.")
-        return memories_forget(user=user, trait_keys=[ident], actor=actor, via="page")
+        return ForgetPlan(kind=kind, ident=ident, text=TRAITS_BY_KEY[ident].name if ident in TRAITS_BY_KEY else ident,
+                          told=(), spoke=(), redacted=())
     statements, _, _ = _statements(user, None, frozenset(), [ident] if kind == "page" else [])
     item = next((c for c in statements if c.kind == kind and c.ident == str(ident)), None)
     if item is None:
@@ -392,6 +407,32 @@ def memory_item_forget(*, user, kind: str, ident: str, actor=None):
     _, others, queries = _statements(user, None, talk.topic_words(item.text), own)
     pages, replies = _quoting([talk.Group((item,))], item.text, others, queries,
                               {item.ident} if kind == "page" else set())
-    return memories_forget(user=user, fact_ids=[item.ident] if kind == "fact" else [], page_ids=pages,
-                           profile_fields=[item.ident] if kind == "profile" else [], replies=replies, actor=actor,
-                           via="page")
+    told_ids = set(map(str, pages)) & ({item.ident} if kind == "page" else _told_by(user, kind, item.ident))
+    rows = {str(p.id): p for p in DialoguePage.objects.filter(user=user, id__in=[*pages, *replies, *told_ids])}
+    ordered = sorted(rows.values(), key=lambda p: p.seq)
+    return ForgetPlan(kind=kind, ident=str(item.ident), text=item.text,
+                      told=tuple(p for p in ordered if str(p.id) in told_ids),
+                      spoke=tuple(p for p in ordered if str(p.id) in set(map(str, pages)) - told_ids),
+                      redacted=tuple(p for p in ordered if str(p.id) in set(map(str, replies))))
+
+
+def _told_by(user, kind: str, ident: str) -> set[str]:
+    """The turns a fact was told in (its sources)."""
+    if kind != "fact":
+        return set()
+    row = KnowledgeFact.objects.filter(user=user, id=ident).values_list("source_page_ids", flat=True).first()
+    return set(map(str, row or ()))
+
+
+def memory_item_forget(*, user, kind: str, ident: str, actor=None):
+    """Forget one item of "What I know about you" (a fact, a profile value, a trait, a statement)
+    with the turns that quoted it, as the chat's "forget that" does, and as memory_item_forget_plan
+    lists it first. MemoryNotFound for an item that is not the person's."""
+    if kind == "trait":
+        memory_item_forget_plan(user=user, kind=kind, ident=ident)
+        return memories_forget(user=user, trait_keys=[ident], actor=actor, via="page")
+    plan = memory_item_forget_plan(user=user, kind=kind, ident=ident)
+    pages = [str(p.id) for p in (*plan.told, *plan.spoke)]
+    return memories_forget(user=user, fact_ids=[plan.ident] if kind == "fact" else [], page_ids=pages,
+                           profile_fields=[plan.ident] if kind == "profile" else [],
+                           replies=[str(p.id) for p in plan.redacted], actor=actor, via="page")

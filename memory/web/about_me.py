@@ -22,7 +22,7 @@ from memory.selectors.about_me import about_me as about_me_read
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.services.deletion import memory_delete
 from memory.services.forgetting import correction_undo, correction_undoable, memories_correct, memory_erase_all
-from memory.services.memory_talk import memory_item_forget
+from memory.services.memory_talk import memory_item_forget, memory_item_forget_plan
 from memory.services.portable import memory_export
 
 ERASE_WORD = "erase"
@@ -43,11 +43,20 @@ def about_me(request):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def forget(request, kind: str, ident: str):
-    """Forget one item for good (after the page's confirm)."""
+    """GET: what forgetting one item removes, turn by turn and why, before it acts; POST: forget it
+    for good."""
     if kind not in KINDS:
         raise Http404("No such memory.")
+    if request.method == "GET":
+        if kind == "notes":
+            raise Http404("No such memory.")  # a note is forgotten from the page itself: it has no turns
+        try:
+            plan = memory_item_forget_plan(user=request.user, kind=KINDS[kind], ident=ident)
+        except MemoryNotFound:
+            raise Http404("No such memory.") from None
+        return render(request, "memory/about_me_forget.html", {"plan": plan, "kind": kind})
     if kind == "notes":  # one of the assistant's notes: deleted along its provenance, audited
         try:
             memory_delete(user=request.user, kind="agent_trait", ident=ident, actor=request.user,

@@ -141,3 +141,22 @@ def test_the_assistants_notes_about_the_person_are_shown_and_can_be_forgotten(cl
     assert "Forgotten for good: 1 note of the assistant&#x27;s." in answer.content.decode()
     assert not AgentTrait.objects.filter(pk=note.pk).exists()
     assert "flying to Lisbon" not in client.get("/me/").content.decode()
+
+
+def test_forget_lists_each_turn_it_removes_and_why_before_it_acts(client, ana):
+    """Issue 50, finding 2: forget removed six turns, both "what do you know about me?" exchanges
+    among them, and said only "with the turns that said it"."""
+    user, cat_fact, _, _ = ana
+    asked = turn_run(user=user, message="What do you know about me?")
+    assert "Miso" in asked.reply
+    client.force_login(user)
+    plan = client.get(f"/me/facts/{cat_fact.pk}/forget/").content.decode()
+    told = plan.split('id="plan-told"')[1].split("</ul>")[0]
+    redacted = plan.split('id="plan-redacted"')[1].split("</ul>")[0]
+    assert "I have a cat named Miso." in told and "What do you know about me?" in redacted
+    assert KnowledgeFact.objects.filter(pk=cat_fact.pk).exists()  # nothing changed yet
+    client.post(f"/me/facts/{cat_fact.pk}/forget/")
+    assert not KnowledgeFact.objects.filter(pk=cat_fact.pk).exists()
+    kept = DialoguePage.objects.get(pk=asked.page.pk)  # the question stays; its reply is gone
+    assert kept.query == "What do you know about me?" and "Miso" not in kept.response
+    assert client.get(f"/me/facts/{cat_fact.pk}/forget/").status_code == 404
