@@ -19,11 +19,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memory.engine.wording import to_stored
 from memory.selectors.about_me import about_me as about_me_read
+from memory.selectors.export import export_data
 from memory.services.common import MemoryInputError, MemoryNotFound
 from memory.services.deletion import memory_delete
+from memory.services.export_bundle import memory_export_bundle
 from memory.services.forgetting import correction_undo, correction_undoable, memories_correct, memory_erase_all
 from memory.services.memory_talk import memory_item_forget, memory_item_forget_plan
-from memory.services.portable import memory_export
 
 ERASE_WORD = "erase"
 KINDS = {"facts": "fact", "profile": "profile", "traits": "trait", "said": "page", "notes": "agent_trait"}
@@ -111,11 +112,11 @@ def undo(request, event_id: int):
 @login_required
 @require_GET
 def export(request):
-    """The whole memory as a CAR archive (memory/services/portable.py), to keep before erasing."""
-    archive = io.BytesIO()
-    memory_export(user=request.user, out=archive)
-    response = HttpResponse(archive.getvalue(), content_type="application/vnd.ipld.car")
-    response["Content-Disposition"] = f'attachment; filename="memoryos-{request.user.get_username()}.car"'
+    """The whole memory as a zip to read and to import again (memory/services/export_bundle.py)."""
+    bundle = io.BytesIO()
+    memory_export_bundle(user=request.user, out=bundle, data=export_data(user=request.user))
+    response = HttpResponse(bundle.getvalue(), content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="memoryos-{request.user.get_username()}.zip"'
     return response
 
 

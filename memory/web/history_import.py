@@ -19,6 +19,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -26,9 +27,11 @@ from django.views.decorators.http import require_http_methods
 
 from memory.runtime.imports import imports_kick
 from memory.services.common import MemoryInputError
+from memory.services.export_bundle import is_bundle, memory_import_bundle
 from memory.services.history_import import history_read
 from memory.services.history_jobs import history_job_current, history_job_of, history_job_queue, history_jobs_ahead
 from memory.services.import_claims import import_claimed
+from memory.services.portable import Summary
 from memory.web.htmx import refused_status
 
 if TYPE_CHECKING:
@@ -51,7 +54,7 @@ def _state(job: HistoryImport) -> dict[str, Any]:
             "ahead": history_jobs_ahead(job)}
 
 
-def _start(request) -> HistoryImport:
+def _start(request) -> HistoryImport | Summary:
     upload = request.FILES.get("export")
     if upload is None:
         raise MemoryInputError("Choose a file: conversations.json, the export's zip, or a .jsonl transcript.")
@@ -67,6 +70,8 @@ def _start(request) -> HistoryImport:
             raise MemoryInputError("The server is reading other uploads just now; try again in a minute.")
         try:
             with upload.open("rb") as stream:  # refused whole here, read as a stream
+                if is_bundle(stream):  # /me/'s "Download everything": the memory restored as it was
+                    return memory_import_bundle(user=request.user, source=stream)
                 read = history_read(user=request.user, data=stream, name=upload.name)
                 job = history_job_queue(user=request.user, read=read, stream=stream, name=upload.name)
         finally:
@@ -81,9 +86,15 @@ def history_upload(request):
     error = ""
     if request.method == "POST":
         try:
-            return redirect("history_import_job", job=_start(request).id)
+            started = _start(request)
         except MemoryInputError as exc:
             error = str(exc)
+        else:
+            if isinstance(started, Summary):
+                counts = ", ".join(f"{count} {name}" for name, count in started.records.items() if count)
+                messages.success(request, f"Your memory is restored from the export ({counts}).")
+                return redirect("about_me")
+            return redirect("history_import_job", job=started.id)
     running = history_job_current(user=request.user)
     return render(request, "memory/history_import.html",
                   {"error": error, "running": running.id if running else None,

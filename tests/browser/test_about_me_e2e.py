@@ -94,7 +94,7 @@ def test_forget_in_the_chat_and_the_persons_page(memoryos_server, browser, artif
     person.wait_for_url(f"{url}/me/erase/")
     with person.expect_download() as download:
         person.click("#export-first")
-    assert download.value.suggested_filename == "memoryos-mira.car"
+    assert download.value.suggested_filename == "memoryos-mira.zip"
     assert download.value.path().stat().st_size > 100
     person.fill("#confirm", "erase")
     person.click("#erase-confirm")
@@ -102,3 +102,12 @@ def test_forget_in_the_chat_and_the_persons_page(memoryos_server, browser, artif
     assert person.locator("#nothing-known").is_visible()
     person.goto(f"{url}/")
     assert "cello" not in person.locator("#transcript").inner_text()
+
+    # The export brought back in the browser restores what was erased (issue 50, finding 1).
+    exported = download.value.path()
+    person.goto(f"{url}/settings/import/")
+    person.set_input_files("#export-file", str(exported))
+    person.click("form button:has-text('Import')")
+    person.wait_for_url(f"{url}/me/")
+    assert "Your memory is restored from the export" in person.locator(".messages").inner_text()
+    assert "cello rehearsal" in person.content()

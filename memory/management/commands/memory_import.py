@@ -1,4 +1,5 @@
-"""`manage.py memory_import --user NAME FILE.car`: an export into a user with no memory yet
+"""`manage.py memory_import --user NAME FILE`: an export (the zip of /me/'s "Download everything",
+or its bare .car archive) into a user with no memory yet
 (`--into-existing` adds it to the memory they have). Every block and record is checked first; a
 tampered or malformed archive is refused, naming the first bad block or entry, and nothing changes.
 The import is recorded in the user's lifecycle log: the archive's CID, whose export it was, when."""
@@ -11,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.services.common import MemoryInputError
-from memory.services.portable import memory_import
+from memory.services.export_bundle import memory_import_bundle
 
 
 class Command(BaseCommand):
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             raise CommandError(f"No file {archive}.")
         try:
             with archive.open("rb") as handle:
-                summary = memory_import(user=owner, source=handle, into_existing=into_existing)
+                summary = memory_import_bundle(user=owner, source=handle, into_existing=into_existing)
         except MemoryInputError as error:
             raise CommandError(str(error)) from None
         if summary.source_user and summary.source_user != owner.get_username():

@@ -5,6 +5,7 @@ imported memory identical to recall over the original, in every policy."""
 from __future__ import annotations
 
 import io
+import zipfile
 from datetime import UTC, datetime
 
 import pytest
@@ -14,7 +15,9 @@ from memory.engine.content_ids import content_block
 from memory.formats.car import car_decode, car_encode
 from memory.models import DialoguePage, MemoryEdge, MemoryNode, Segment, SonaMembership
 from memory.recall.base import policy_names
+from memory.selectors.export import export_data
 from memory.services.common import MemoryInputError
+from memory.services.export_bundle import memory_export_bundle
 from memory.services.pages import page_start
 from memory.services.portable import memory_export, memory_import
 from memory.services.recall import recall_for_query
@@ -121,3 +124,23 @@ def test_the_commands_round_trip_and_an_archive_of_something_else_is_refused(mak
     with pytest.raises(CommandError, match="Not a MemoryOS memory export"):
         call_command("memory_import", str(other), user="carol")
     assert not MemoryNode.objects.filter(user=carol).exists()
+
+
+def test_the_zip_of_download_everything_imports_back_and_a_tampered_one_is_refused(make_user, tmp_path):
+    alice, bob, carol = make_user("alice"), make_user("bob"), make_user("carol")
+    memory_add(user=alice, text="I collect antique maps of Lisbon.")
+    path = tmp_path / "memoryos-alice.zip"
+    with path.open("wb") as out:
+        memory_export_bundle(user=alice, out=out, data=export_data(user=alice))
+    call_command("memory_import", str(path), user="bob", stdout=io.StringIO())
+    assert DialoguePage.objects.get(user=bob).query == "I collect antique maps of Lisbon."
+    with zipfile.ZipFile(path) as bundle:  # the same zip, its archive's text changed
+        parts = {name: bundle.read(name) for name in bundle.namelist()}
+    parts["memoryos.car"] = parts["memoryos.car"].replace(b"Lisbon", b"Lisbin")
+    tampered = tmp_path / "tampered.zip"
+    with zipfile.ZipFile(tampered, "w") as bundle:
+        for name, data in parts.items():
+            bundle.writestr(name, data)
+    with pytest.raises(CommandError):
+        call_command("memory_import", str(tampered), user="carol")
+    assert not DialoguePage.objects.filter(user=carol).exists()

@@ -4,7 +4,12 @@ person's memory only: another person's ids are a 404 and change nothing."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
+
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from memory.models import DialoguePage, LifecycleEvent, MemoryNode
@@ -88,9 +93,17 @@ def test_forget_erases_the_fact_and_the_turns_that_said_it(client, ana):
 def test_export_then_erase_everything_confirmed(client, ana):
     user, *_ = ana
     client.force_login(user)
-    archive = client.get("/me/export/")
-    assert archive.status_code == 200 and archive["Content-Type"] == "application/vnd.ipld.car"
-    assert len(archive.content) > 200
+    export = client.get("/me/export/")
+    assert export.status_code == 200 and export["Content-Type"] == "application/zip"
+    bundle = zipfile.ZipFile(io.BytesIO(export.content))
+    assert {"index.html", "memory.json", "memoryos.car"} <= set(bundle.namelist())
+    page = bundle.read("index.html").decode()  # readable in any browser (issue 50, finding 1)
+    assert "You have a cat named Miso" in page and "I have a cat named Miso." in page
+    assert "You live in Lyon <small>(until March 2026" in page
+    data = json.loads(bundle.read("memory.json"))
+    assert [t["you"] for t in data["conversation"]][:1] == ["I have a cat named Miso."]
+    before = (sorted(KnowledgeFact.objects.filter(user=user).values_list("text", flat=True)),
+              sorted(DialoguePage.objects.filter(user=user).values_list("query", "response")))
     confirm = client.get("/me/erase/").content.decode()
     assert 'href="/me/export/"' in confirm
     refused = client.post("/me/erase/", {"confirm": "yes"})
@@ -98,6 +111,11 @@ def test_export_then_erase_everything_confirmed(client, ana):
     assert client.post("/me/erase/", {"confirm": "erase"}).status_code == 302
     assert not DialoguePage.objects.filter(user=user).exists() and not KnowledgeFact.objects.filter(user=user).exists()
     assert "I don't know anything about you yet" in client.get("/me/").content.decode()
+    # and brought back on the import page: everything as it was
+    restored = client.post("/settings/import/", {"export": SimpleUploadedFile("memoryos-ana.zip", export.content)})
+    assert restored.status_code == 302 and restored.url == "/me/"
+    assert (sorted(KnowledgeFact.objects.filter(user=user).values_list("text", flat=True)),
+            sorted(DialoguePage.objects.filter(user=user).values_list("query", "response"))) == before
 
 
 def test_another_person_sees_and_changes_nothing(client, ana, make_user):
