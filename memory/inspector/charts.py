@@ -218,10 +218,12 @@ def tiers_figure(counts: Mapping[str, tuple[int, int]]) -> str:
     labels = list(counts)
     used = [counts[k][0] for k in labels]
     capacity = [counts[k][1] for k in labels]
+    # The counts ride on the tier's name ("MTM segments 17/200"): inside a bar of 17 of 200 they were
+    # written small or on end, unreadable at a phone's width.
+    named = [f"{label} {u}/{c}" for label, u, c in zip(labels, used, capacity, strict=True)]
     figure = go.Figure([
-        go.Bar(y=labels, x=used, orientation="h", name="held", marker={"color": "#3f5bd9"},
-               text=[f"{u}/{c}" for u, c in zip(used, capacity, strict=True)], textposition="auto"),
-        go.Bar(y=labels, x=[max(c - u, 0) for u, c in zip(used, capacity, strict=True)], orientation="h",
+        go.Bar(y=named, x=used, orientation="h", name="held", marker={"color": "#3f5bd9"}),
+        go.Bar(y=named, x=[max(c - u, 0) for u, c in zip(used, capacity, strict=True)], orientation="h",
                name="free", marker={"color": "#e3e6ec"}, hoverinfo="skip"),
     ])
     figure.update_layout(_layout(height=240, barmode="stack", showlegend=False, title="What each tier holds",
@@ -316,8 +318,8 @@ def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) ->
         members = [n for n in nodes if n.kind == kind]
         traces.append(go.Scatter(
             x=[position[n.key][0] for n in members], y=[position[n.key][1] for n in members], mode="markers+text",
-            text=[n.label if n.key.startswith("group:") else _short(n.label) for n in members],
-            textposition="top center", name=kind.replace("_", " "),
+            text=[_wrapped(n.label if n.key.startswith("group:") else _short(n.label)) for n in members],
+            textposition="top center", name=kind.replace("_", " "), cliponaxis=False,
             marker={"size": [18 if n.level == 0 else 12 for n in members], "color": KIND_COLOURS.get(kind, "#7a8396")},
             customdata=[[n.key, n.url] for n in members], meta={"role": "nodes", "clickable": True},
             hovertemplate="%{text}<extra>" + kind + "</extra>"))
@@ -329,6 +331,18 @@ def provenance_figure(nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) ->
                                                          yaxis={"visible": False,
                                                                 "range": [-tallest / 2 - 0.2, tallest / 2 + 0.4]},
                                                          title="Where this memory came from and what came of it")))
+
+
+def _wrapped(label: str, width: int = 16) -> str:
+    """A node's label on lines of about `width` characters, so that three columns fit a phone."""
+    lines, line = [], ""
+    for word in label.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return "<br>".join([*lines, line] if line else lines)
 
 
 def _short(label: str, limit: int = 30) -> str:

@@ -62,6 +62,40 @@
     el.after(details);
   }
 
+  // A phone's width (issue 50): the legend goes to the figure's foot, below the axis titles, with
+  // room of its own; long category labels are cut so the plot keeps its width; dates tick flat.
+  const NARROW = 560;
+
+  function short(label, limit) {
+    const s = String(label);
+    return s.length <= limit ? s : s.slice(0, limit - 1) + "…";
+  }
+
+  function fitNarrow(el, figure) {
+    if (el.clientWidth >= NARROW) return;
+    const layout = figure.layout = figure.layout || {};
+    const shown = (figure.data || []).filter((t) => t.showlegend !== false && t.name).length;
+    if (shown && layout.showlegend !== false) {
+      const rows = Math.ceil(shown / 2);
+      layout.legend = Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left",
+                                                         yref: "container", y: 0, yanchor: "bottom" });
+      const margin = layout.margin = Object.assign({}, layout.margin);
+      margin.b = (margin.b || 44) + 22 * rows + 24;
+      if (layout.height) layout.height += 22 * rows + 24;
+    }
+    ["yaxis", "yaxis2"].forEach(function (name) {
+      const axis = layout[name];
+      if (axis && Array.isArray(axis.categoryarray)) {
+        axis.tickvals = axis.categoryarray;
+        axis.ticktext = axis.categoryarray.map((label) => short(label, 14));
+        axis.tickfont = Object.assign({}, axis.tickfont, { size: 10 });
+      }
+    });
+    ["xaxis", "xaxis2"].forEach(function (name) {
+      if (layout[name]) Object.assign(layout[name], { tickangle: 0, nticks: 4, automargin: true });
+    });
+  }
+
   function draw(root) {
     if (typeof Plotly === "undefined") return;
     root.querySelectorAll("[data-figure]").forEach(function (el) {
@@ -73,6 +107,7 @@
       const title = figure.layout && figure.layout.title && figure.layout.title.text;
       el.setAttribute("role", "figure");
       el.setAttribute("aria-label", `${title || "A chart"}: its data is in the table under it.`);
+      fitNarrow(el, figure);
       Plotly.newPlot(el, figure.data || [], figure.layout || {}, CONFIG).then(function () {
         table(el, figure);
         el.classList.add("figure-ready");

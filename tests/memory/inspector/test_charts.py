@@ -173,11 +173,12 @@ def test_a_provenance_graph_of_200_nodes_groups_its_crowded_columns():
     edges = [charts.GraphEdge(source="fact:F", target=n.key, relation="contains", weight=1.0) for n in pages]
     edges.append(charts.GraphEdge(source="fact:F", target="segment:S", relation="extracted_from", weight=1.0))
     fig = figure(charts.provenance_figure([centre, *pages, segment], edges))
-    labels = [label for t in traces(fig, role="nodes") for label in values(t["text"])]
+    labels = [label.replace("<br>", " ") for t in traces(fig, role="nodes") for label in values(t["text"])]
     assert len(labels) == 3 and "198 pages (listed below)" in labels and "1 segment (listed below)" in labels
     assert sorted(values(traces(fig, role="edge_labels")[0]["text"])) == ["contains ×198", "extracted_from 1.00"]
     small = figure(charts.provenance_figure([centre, segment], edges[-1:]))
-    assert "Porto, Lia, birthday" in [label for t in traces(small, role="nodes") for label in values(t["text"])]
+    assert "Porto, Lia, birthday" in [label.replace("<br>", " ") for t in traces(small, role="nodes")
+                                      for label in values(t["text"])]
 
 
 def test_the_heat_axis_shows_where_the_lines_change_not_months_of_decay_after():
