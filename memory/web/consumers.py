@@ -74,6 +74,18 @@ async def broadcast(user_id: int, frame: dict[str, Any]) -> None:
 
 # --- the consumer ----------------------------------------------------------------------------
 
+
+def _message_text(text_data: str | None) -> str:
+    """The words of a message frame (for a refusal to give back), "" for anything else."""
+    if not text_data or len(text_data) > chat_settings()["MAX_FRAME_BYTES"]:
+        return ""
+    try:
+        content = json.loads(text_data)
+    except ValueError:
+        return ""
+    text = content.get("text") if isinstance(content, dict) and content.get("type") == "message" else None
+    return text if isinstance(text, str) else ""
+
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     """One socket of a signed-in user. It only ever reads or writes that user's memory."""
 
@@ -120,8 +132,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _decode(self, text_data: str | None, bytes_data: bytes | None) -> dict | None:
         wait = await rate_limit_wait(self.user_id)
         if wait:
+            # The refused message's words go back with the error, so that the page gives each one
+            # back to its sender, however many a burst refused.
+            refused = _message_text(text_data)
             await self.send_error("rate_limited", f"You are sending messages too fast. Please wait "
-                                  f"{max(1, round(wait))} s before sending another.", retry_after=wait)
+                                  f"{max(1, round(wait))} s before sending another.", retry_after=wait,
+                                  **({"text": refused} if refused else {}))
             return None
         if text_data is None:
             await self.send_error("bad_frame", "Frames must be JSON text, not binary.")

@@ -18,8 +18,10 @@
   let attempts = 0;
   let everOpened = false;
   let alertTimer = null;
-  let lastSent = null; // given back to the composer if the server refuses it
-  let lastFiles = []; // likewise the files it carried
+  // Messages sent and not yet taken by the server: each one the server refuses (a rate limit's
+  // error names it) goes back to the composer with its files, so that in a burst past the rate
+  // limit no refused message is lost.
+  const unconfirmed = [];
   const attachInput = document.getElementById("attach");
   const pendingList = document.getElementById("pending-files");
   const maxFiles = Number(form.dataset.maxFiles || 5);
@@ -305,6 +307,14 @@
     }
   }
 
+  function giveBack(sent) {
+    if (!sent) return;
+    const words = input.value.split("\n\n");
+    if (!words.includes(sent.text)) input.value = input.value ? `${input.value}\n\n${sent.text}` : sent.text;
+    sent.files.forEach((entry) => { if (!pending.some((p) => p.cid === entry.cid)) addPending(entry); });
+    updateCounter();
+  }
+
   function handle(frame) {
     switch (frame.type) {
       case "ready":
@@ -313,8 +323,9 @@
         break;
       case "models.ready": showModels(frame.models); break;
       case "turn.user": {
-        const mine = frame.text === lastSent; // this tab's own message: always followed
-        if (mine) { lastSent = null; lastFiles = []; }
+        const taken = unconfirmed.findIndex((sent) => sent.text === frame.text);
+        const mine = taken >= 0; // this tab's own message: always followed
+        if (mine) unconfirmed.splice(taken, 1);
         newTurn(frame.turn_id, frame.text, frame.sona, mine);
         break;
       }
@@ -325,10 +336,10 @@
       case "memory.changed": showMemoryChanged(frame); break;
       case "error":
         showAlert(frame.error, frame.code === "rate_limited" ? "info" : "");
-        if (lastSent && !input.value) { input.value = lastSent; updateCounter(); }
-        if (lastFiles.length && !pending.length) lastFiles.forEach((entry) => addPending(entry));
-        lastSent = null;
-        lastFiles = [];
+        { // the refused message, named by the error; else the latest sent, as before
+          const named = frame.text ? unconfirmed.findIndex((sent) => sent.text === frame.text) : -1;
+          giveBack(named >= 0 ? unconfirmed.splice(named, 1)[0] : unconfirmed.pop());
+        }
         break;
       default: break;
     }
@@ -425,8 +436,7 @@
     if (!socket || socket.readyState !== WebSocket.OPEN) { showAlert("Not connected yet; your message was not sent. Try again in a moment."); return; }
     const ready = pending.filter((entry) => entry.state === "ready");
     socket.send(JSON.stringify({ type: "message", text, sona: currentSona(), files: ready.map((entry) => entry.cid) }));
-    lastSent = text;
-    lastFiles = ready.map(({ name, cid, state }) => ({ name, cid, state }));
+    unconfirmed.push({ text, files: ready.map(({ name, cid, state }) => ({ name, cid, state })) });
     input.value = "";
     pending.splice(0).forEach((entry) => entry.li.remove());
     renderPending();

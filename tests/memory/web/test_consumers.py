@@ -363,6 +363,8 @@ async def test_a_flood_is_rate_limited_with_a_clear_message(channel_layer, ana, 
     errors = [f for f in frames if f["type"] == "error"]
     assert {e["code"] for e in errors} == {"rate_limited"}
     assert "too fast" in errors[0]["error"] and errors[0]["retry_after"] > 0
+    # each refusal names the message it refused, for the page to give back (issue 50, finding 8)
+    assert [e["text"] for e in errors] == ["Flood message 2 about kayaks.", "Flood message 3 about kayaks."]
     await turns_drain(TIMEOUT)
     assert [p.query for p in await pages_of(user)] == ["Flood message 0 about kayaks.",
                                                        "Flood message 1 about kayaks."]
