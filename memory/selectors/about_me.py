@@ -234,10 +234,21 @@ def memory_candidates(*, user, exclude_page_id=None, words: frozenset[str] | Non
         for word in words:
             wanted |= Q(query__icontains=word[:3]) | Q(response__icontains=word[:3])
         pages = pages.filter(wanted)
-    for page in pages.only("id", "query", "response").order_by("seq"):
-        queries[str(page.id)] = page.query
-        candidates.append(Candidate("page", str(page.id), f"{page.query}\n{page.response}"))
+    for page in pages.only("id", "query", "response", "utterances").order_by("seq"):
+        said, replied = _words_of(page)
+        queries[str(page.id)] = said
+        candidates.append(Candidate("page", str(page.id), f"{said}\n{replied}"))
     return candidates, queries
+
+
+def _words_of(page: DialoguePage) -> tuple[str, str]:
+    """A turn's words and its reply's, without the speakers' names an imported turn is stored with
+    ("Maya: …"): forgetting "your name: Maya" must not find every imported turn."""
+    if not page.utterances:
+        return page.query, page.response
+    first = page.utterances[0].get("speaker")
+    replied = " ".join(str(u.get("text", "")) for u in page.utterances if u.get("speaker") != first)
+    return said_by_person(page.query, page.utterances), replied or page.response
 
 
 def pages_dated(*, user, page_ids) -> list[Source]:

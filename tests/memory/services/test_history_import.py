@@ -21,6 +21,8 @@ from memory.models import DialoguePage, LifecycleEvent, Sona
 from memory.selectors.about_me import about_me
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import
+from memory.services.long_term import profile_update
+from memory.services.memory_talk import memory_item_forget_plan
 from memory.services.recall import recall_for_query
 from persona.models import KnowledgeFact
 
@@ -169,3 +171,12 @@ def test_an_imported_facts_source_quotes_the_person_without_their_name(make_user
     history_import(user=user, data=chatgpt_json([chat]), name="conversations.json")
     sources = [source.text for fact in about_me(user=user).facts for source in fact.sources]
     assert "My cat is called Pickle." in sources and not any(text.startswith("maya:") for text in sources)
+
+
+def test_forgetting_ones_name_does_not_reach_every_imported_turn(make_user):
+    """Imported turns are stored as "Maya: …": forgetting the name "Maya" found them all."""
+    user = make_user("maya")
+    profile_update(user=user, name="Maya")
+    history_import(user=user, data=chatgpt_json([family(), garden()]), name="conversations.json")
+    plan = memory_item_forget_plan(user=user, kind="profile", ident="name")
+    assert not plan.told and not plan.spoke and not plan.redacted
