@@ -134,6 +134,9 @@ class PageStatus(models.TextChoices):
 # resumed (services.maintenance.pages_interrupted_complete).
 OFFLINE_MODEL_NAME = "offline-engine"
 INTERRUPTED_MODEL_NAME = "interrupted"
+# The "edited" event a notice's Undo records (services.facts.fact_change_undo): the turns whose
+# words it took back, which /me/ no longer lists as things said (selectors.about_me).
+NOTICE_UNDONE = "notice_undone"
 MEMORY_ONLY_REPLIES = frozenset({OFFLINE_MODEL_NAME, INTERRUPTED_MODEL_NAME})  # indexed by the user's words
 
 

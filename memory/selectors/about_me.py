@@ -15,7 +15,7 @@ from memory.engine.facts import said_by_person
 from memory.engine.memory_talk import Candidate, first_person, period
 from memory.engine.text import is_question
 from memory.engine.traits import TRAITS_BY_KEY
-from memory.models import DialoguePage, LifecycleEvent, PageStatus
+from memory.models import NOTICE_UNDONE, DialoguePage, LifecycleEvent, PageStatus
 from memory.selectors.ids import uuids
 from persona.models import AgentTrait, KnowledgeFact, Supersession, UserProfile, UserTrait
 
@@ -197,7 +197,7 @@ def statements_recent(*, user, limit: int = RECENT_STATEMENTS, covered: set[str]
     pages = DialoguePage.objects.filter(user=user, repressed=False, status=PageStatus.COMPLETE).filter(
         Q(query__istartswith="I ") | Q(query__istartswith="I'm ") | Q(query__istartswith="My ")
         | Q(query__istartswith="I've ")).only("id", "seq", "query", "timestamp").order_by("-seq")[:limit * 3]
-    undone = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.EDITED, subject_id="notice_undone")
+    undone = LifecycleEvent.objects.filter(user=user, kind=LifecycleEvent.Kind.EDITED, subject_id=NOTICE_UNDONE)
     # a notice's Undo took back what those words told
     taken_back = {str(page_id) for ids in undone.values_list("payload__page_ids", flat=True) for page_id in ids or ()}
     found = [Source(page_id=str(p.id), seq=p.seq, text=p.query, at=p.timestamp) for p in pages

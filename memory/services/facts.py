@@ -47,7 +47,7 @@ from memory.engine.long_term import normalise_fact
 from memory.engine.model_output import pages_text
 from memory.engine.ports import ChatMessage, ModelError, VectorPoint
 from memory.engine.reading import parts_of
-from memory.models import DialoguePage, LifecycleEvent, MemoryNode, PageStatus
+from memory.models import NOTICE_UNDONE, DialoguePage, LifecycleEvent, MemoryNode, PageStatus
 from memory.services import graph
 from memory.services.common import MemoryInputError, MemoryNotFound, embed_or_none, lock_user_state
 from memory.services.events import event_record
@@ -445,9 +445,6 @@ def fact_changes_of_page(*, user, page_id: str) -> list[FactChange]:
                                   page_id=str(page_id), previous=row.old_fact.text if row else "",
                                   supersession_id=str(row.pk) if row else ""))
     return changes
-
-
-NOTICE_UNDONE = "notice_undone"
 
 
 def fact_change_undo(*, user, fact_id: str) -> list[str]:
