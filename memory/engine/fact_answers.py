@@ -48,7 +48,7 @@ class Asked:
 
 # Which kinds of fact a question's words ask about ("where do I work?": employer, occupation).
 _ASKS_SLOTS: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = (
-    (frozenset("live living home house flat apartment reside base address neighbourhood".split()), ("residence",)),
+    (frozenset("live home house flat apartment reside base address neighbourhood".split()), ("residence",)),
     (frozenset("job occupation profession career living employ employer company boss office work".split()),
      ("employer", "occupation")),
     (lx.PARTNERS | lx.PARTNERED | {"date", "dating", "relationship"}, ("partner",)),
@@ -78,10 +78,21 @@ _ASKING = frozenset("what when where who whom which why how do does did be is am
                     "again now currently these days still right".split())
 
 
+_ASKED_WORDS = frozenset().union(*(words for words, _ in _ASKS_SLOTS))
+
+
+def _asking_words(doc) -> set[str]:
+    """The words a question asks with: each lemma, and a word as written unless it is a verb whose
+    lemma already asks ("where am I living": live, a home; "for a living", the noun: a job; "where
+    was I born": born, whose lemma asks nothing)."""
+    return {t.lemma_.lower() for t in doc} | {t.lower_ for t in doc if not (
+        t.pos_ in ("VERB", "AUX") and t.lemma_.lower() in _ASKED_WORDS)}
+
+
 def question_about(message: str) -> Asked | None:
     """What a question asks about the person, or None when it asks nothing a fact may answer."""
     doc = parse(message)
-    lemmas = {t.lemma_.lower() for t in doc} | {t.lower_ for t in doc}
+    lemmas = _asking_words(doc)
     words = frozenset(t.lemma_.lower() for t in doc if not t.is_punct and t.lemma_.lower() not in _ASKING
                       and not t.is_stop)
     past = asks_about_the_past(message)

@@ -53,6 +53,16 @@ def test_questions_are_read_into_slots(question, slots):
     assert asked is not None and set(slots) <= set(asked.slots)
 
 
+@pytest.mark.parametrize(("question", "asked", "not_asked"), [
+    ("What do I do for a living?", "occupation", "residence"), ("How do I earn a living?", "employer", "residence"),
+    ("Where am I living now?", "residence", "occupation"), ("Where was I born?", "origin", "residence"),
+])
+def test_a_word_asks_as_the_part_of_speech_it_is(question, asked, not_asked):
+    """"for a living", the noun, asks about work; "living", the verb, about home (issue 50, finding 5)."""
+    slots = question_about(question).slots
+    assert asked in slots and not_asked not in slots
+
+
 KNOWN = [KnownFact("User works at Globex", JUNE), KnownFact("User has a cat named Miso", MARCH),
          KnownFact("User's birthday is on 4 May", MARCH), KnownFact("User is flying to Kyoto on 3 April", JUNE),
          KnownFact("User is coeliac", MARCH), KnownFact("User's boyfriend is Alex", JUNE),

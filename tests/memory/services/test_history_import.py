@@ -24,6 +24,7 @@ from memory.services.history_import import history_import
 from memory.services.long_term import profile_update
 from memory.services.memory_talk import memory_item_forget_plan
 from memory.services.recall import recall_for_query
+from memory.services.turns import turn_run
 from persona.models import KnowledgeFact
 
 pytestmark = [pytest.mark.usefixtures("memory_env"), pytest.mark.slow]
@@ -180,3 +181,18 @@ def test_forgetting_ones_name_does_not_reach_every_imported_turn(make_user):
     history_import(user=user, data=chatgpt_json([family(), garden()]), name="conversations.json")
     plan = memory_item_forget_plan(user=user, kind="profile", ident="name")
     assert not plan.told and not plan.spoke and not plan.redacted
+
+
+def test_after_an_import_a_question_about_work_is_answered_with_the_work(make_user):
+    """Issue 50, finding 5: after an import, "What do I do for a living?" was answered with where
+    the person had lived: the noun "living" asked about home as well as work."""
+    user = make_user("maya")
+    chat = ChatGPTConversation("About me", "me")
+    chat.add("user", "Back in 2021 I lived in Galway.")
+    chat.add("assistant", "Galway is a lovely city.")
+    chat.add("user", "I work as a physiotherapist at a clinic in Cork.")
+    chat.add("assistant", "That sounds rewarding.")
+    history_import(user=user, data=chatgpt_json([chat]), name="conversations.json")
+    reply = turn_run(user=user, message="What do I do for a living?").reply
+    assert "physiotherapist" in reply and "Galway" not in reply
+    assert "Galway" in turn_run(user=user, message="Where was I living in 2021?").reply
