@@ -191,3 +191,9 @@ def test_the_days_news_told_in_the_past_is_no_fact():
 def test_went_with_what_one_became_is_a_change_and_where_one_went_is_not():
     assert [(r.slot, r.value, r.change) for r in read("I went vegan in January.")] == [("diet", "vegan", True)]
     assert not any(r.change for r in read("I went to Paris last week."))
+
+
+def test_moving_out_of_a_place_ends_it_rather_than_naming_it_home():
+    """ "We moved out of Leeds" was read as "User lives in Leeds"."""
+    [reading] = read("I moved out of London last year.")
+    assert (reading.slot, reading.value, reading.ended) == ("residence", "", "london")

@@ -81,7 +81,10 @@ def _slot_reading(clause: Clause, whose: str, slot: str, sent: Span) -> Reading 
     if slot == "residence":
         named = [e.root for e in entities(clause, "GPE", "LOC") if e.root.dep_ in ("pobj", "attr", "appos")]
         place = named[0] if named else object_of(head, "in", "to", "into", "near")
-        old = object_of(head, "from", "of") if head.lemma_ in ("move", "relocate", "emigrate") else None
+        old = None
+        if head.lemma_ in ("move", "relocate", "emigrate"):  # "moved from Leeds", "moved out of Leeds"
+            old = object_of(head, "from", "of") or next(
+                (o for c in head.children if c.lower_ == "out" and (o := object_of(c, "of")) is not None), None)
         if place is not None and old is not None and place.i == old.i:
             place = object_of(head, "to", "into")
         if place is not None and place.pos_ == "NOUN":
