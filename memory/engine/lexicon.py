@@ -154,6 +154,10 @@ IDLE_OBJECTS = _words("""
 question idea problem issue thought point clue time chance moment minute second day week look go try feeling
 question doubt headache cold plan meeting call chat lot bit way thing stuff something anything nothing everything
 """)
+# Verbs of what one does for an hour, not for a living ("I'm having lunch at Luigi's now").
+PASTIMES = _words("""
+eat drink have celebrate relax chill sit stay sleep rest shop watch visit meet wait queue sunbathe
+""")
 CHANGE_WORDS = _words("""
 move relocate quit leave start switch change become stop retire split divorce marry engage now anymore longer
 new finally since turn recently just replace adopt actually sorry meant typo correction misspoke wrong autocorrect

@@ -193,6 +193,33 @@ def test_went_with_what_one_became_is_a_change_and_where_one_went_is_not():
     assert not any(r.change for r in read("I went to Paris last week."))
 
 
+@pytest.mark.parametrize(("statement", "ended", "now"), [
+    ("I've left my job at Larkfield Hospital, I'm now at Northgate Pharmacy.", "larkfield hospital",
+     "User works at Northgate Pharmacy"),
+    ("I left Acme in March. I'm with Deloitte now.", "acme", "User works at Deloitte"),
+    ("I quit the bakery in May; I'm running the front desk at the Grand Hotel now.", "bakery",
+     "User works at the Grand Hotel"),
+    ("We moved out of Leeds in June and we're in York now.", "leeds", "User lives in York"),
+])
+def test_a_change_said_in_two_breaths_keeps_its_new_value(statement, ended, now):
+    """Issue 48: "I've left my job at Larkfield Hospital, I'm now at Northgate Pharmacy" kept only
+    the leaving, so "Where do I work now?" was answered with the old job."""
+    found = read(statement)
+    assert any(r.ended == ended and not r.value for r in found)
+    [new] = [r for r in found if r.value and r.slot in ("employer", "residence")]
+    assert new.text == now and new.change
+
+
+@pytest.mark.parametrize("statement", [
+    "I quit my job at Tesco, I'm having lunch at Luigi's to celebrate.",
+    "I've left my job at the bank, I'm now at home with the kids.",
+    "I quit my job at Tesco, I'm eating cake at the park now.",
+    "I left Acme in March. I was at Globex before that.",
+])
+def test_an_ending_names_no_new_value_where_the_person_is_not_placed_for_good(statement):
+    assert not any(r.slot == "employer" and r.value for r in read(statement))
+
+
 def test_moving_out_of_a_place_ends_it_rather_than_naming_it_home():
     """ "We moved out of Leeds" was read as "User lives in Leeds"."""
     [reading] = read("I moved out of London last year.")

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 from .. import lexicon as lx
 from ..language import parse, parse_all
 from ..text import clean_text, split_sentences
-from .clauses import DROP_LEADS, PRONOUNS_SELF, SELF, SUBJECTS, Reading, asks, clauses, tense_of, unasserted
-from .kinds import entities
+from .clauses import DROP_LEADS, PRONOUNS_SELF, SELF, SUBJECTS, Reading, asks, clauses, is_negated, tense_of, unasserted
+from .kinds import entities, object_of, phrase, value_of
 from .people import identity_in, people_in
 from .slots import REQUESTS, imperative, passing, read_clause
+from .words import templated
 
 if TYPE_CHECKING:
     from spacy.tokens import Span
@@ -171,9 +172,47 @@ def read(text: str) -> tuple[Reading, ...]:
     for doc in docs:
         for reading in read_doc(doc):
             found.setdefault((reading.text.lower(), reading.slot), reading)
+    for reading in _new_values(docs, tuple(found.values())):
+        found = {key: r for key, r in found.items() if not (r.slot == "other" and r.clause == reading.clause)}
+        found.setdefault((reading.text.lower(), reading.slot), reading)
     # "Sorry, that was autocorrect — my mum's name is Rita": a change word anywhere speaks for every part
     changed = any({t.lemma_.lower() for t in doc} & lx.CHANGE_WORDS for doc in docs)
     return tuple(replace(r, change=r.change or changed) for r in found.values())
+
+
+# A change said in two breaths: where the first ends a home or a job, the second names the new one
+# by the preposition that places the person ("I'm now at Northgate Pharmacy", "we're in York now").
+_PLACED_BY = {"employer": ("at", "for", "with"), "residence": ("in",)}
+_NOW = frozenset({"now", "currently", "nowadays", "days"})
+
+
+def _new_values(docs, readings: tuple[Reading, ...]) -> list[Reading]:
+    """The new value a statement names after ending the old one ("I've left my job at Larkfield,
+    I'm now at Northgate Pharmacy"): a clause of the person's own, neither negated nor past, that
+    places them now, read as the ended kind, where the statement names no value of that kind."""
+    found = []
+    for slot, preps in _PLACED_BY.items():
+        own = [r for r in readings if r.slot == slot and r.subject == SELF]
+        if not any(r.ended and not r.value for r in own) or any(r.value for r in own):
+            continue
+        ending = {r.clause for r in own}
+        for clause in (c for doc in docs for sent in doc.sents for c in clauses(sent)):
+            subject = clause.subject
+            if (clause.text in ending or subject is None or subject.lower_ not in PRONOUNS_SELF
+                    or is_negated(clause) or tense_of(clause) == "past"):
+                continue
+            if clause.head.lemma_ != "be" and (not clause.lemmas & _NOW or clause.head.lemma_ in lx.PASTIMES):
+                continue  # "I'm having lunch at Luigi's now" places them for an hour, not for good
+            place = object_of(clause.head, *preps) or next(  # "running the kitchen at …": the object's
+                (p for c in clause.head.children if c.dep_ == "dobj" and (p := object_of(c, *preps)) is not None), None)
+            if place is None or place.ent_type_ in ("DATE", "TIME") or not (place.pos_ == "PROPN" or (
+                    slot == "employer" and any(c.lower_ == "the" for c in place.children))):
+                continue
+            said = phrase(place)
+            found.append(Reading(subject=SELF, slot=slot, value=value_of(said), text=templated(slot, SELF, said),
+                                 change=True, clause=clause.text))
+            break
+    return found
 
 
 def mention_of(text: str) -> Reading | None:

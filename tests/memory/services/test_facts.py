@@ -237,3 +237,14 @@ def test_a_correction_that_finds_nothing_to_correct_is_remembered_as_told(make_u
     result = turn_run(user=user, message="That's wrong, I live in Porto.")
     assert "User lives in Porto" in current(user)
     assert "I'll remember that you live in Porto" in result.reply
+
+
+@pytest.mark.slow
+def test_a_new_job_told_with_the_leaving_answers_where_the_person_works_now(make_user):
+    """Issue 48: "I've left my job at Larkfield Hospital, I'm now at Northgate Pharmacy" → "Where do
+    I work now?" was answered "You left your job at Larkfield Hospital"."""
+    user = make_user()
+    turn_run(user=user, message="I'm a pharmacist at Larkfield Hospital.")
+    turn_run(user=user, message="I've left my job at Larkfield Hospital, I'm now at Northgate Pharmacy.")
+    reply = turn_run(user=user, message="Where do I work now?").reply
+    assert "Northgate Pharmacy" in reply and "Larkfield" not in reply
