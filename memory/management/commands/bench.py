@@ -1,4 +1,4 @@
-"""`manage.py bench {retrieval,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession,feel,
+"""`manage.py bench {retrieval,imported,scale,qa,answer,ws,v1,embed,inspector,memoria,files,supersession,feel,
 understanding} [...]`:
 the benchmarks (tables or --json).
 
@@ -25,6 +25,7 @@ BENCHMARKS = {
     "retrieval": "LoCoMo evidence recall of the recall policies against BM25 and dense baselines",
     "scale": "retrieval latency, ingest throughput and sizes as one user's store grows",
     "ingest": "importing a LoCoMo conversation through the product: whole-file batches against turn by turn",
+    "imported": "LoCoMo evidence recall of one conversation imported from its file and from a ChatGPT export of it",
     "qa": "LoCoMo answer F1 / BLEU-1 with the configured LLM endpoint",
     "answer": "LoCoMo: how often the offline engine's reply holds the gold answer, against quoting BM25's top turn",
     "ws": "websocket chat load on loopback: concurrent sessions, time to first token, errors",
