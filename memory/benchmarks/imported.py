@@ -9,6 +9,12 @@ stored through the upload's path (history_import) for a person whose profile nam
 the file through conversation_import for another person, in the same run, each in a fresh database
 and vector shard of its own (keyword statistics are the shard's).
 
+The export cannot say what speaker_b was called: the importer names the assistant after the export
+(ChatGPT), as it must. So the ChatGPT side is asked each question twice: as written, and with
+speaker_b's name, where the question says it, written as the assistant's (RENAMED), the way the
+person would ask about what their assistant said. Questions that name speaker_b and those that do
+not are also counted apart.
+
 Evidence recall is counted as `bench retrieval` counts it (evidence.recall_at_k over the turns
 behind each policy's ranked context); an imported turn's id, `chatgpt:<conversation>:<dia_id>`
 (`#n` for the part of a long message), counts as its dia_id. A turn of the file missing from the
@@ -17,7 +23,9 @@ imported pages, or an id that names no turn, stops the run: a gap would be hidde
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -27,10 +35,14 @@ from django.core.management.base import CommandError
 from memory.benchmarks.common import bench_env, machine, progress, render_table, today
 from memory.benchmarks.evidence import CATEGORY_NAMES, Question, Unit, questions, recall_at_k
 from memory.benchmarks.exports import ChatGPTConversation
+from memory.formats.histories import ASSISTANT_NAMES
 from memory.formats.locomo import Conversation
 
 KS = (5, 10, 20)
 SIDES = ("locomo", "chatgpt")
+# The export cannot hold speaker_b's name: the importer calls the assistant by the export's
+# (histories.ASSISTANT_NAMES). The ChatGPT side is also asked with that name in the questions.
+RENAMED = "chatgpt, speaker_b asked as ChatGPT"
 
 
 def add_arguments(parser) -> None:
@@ -108,7 +120,19 @@ def _units(user, question: str, policy: str, valid: set[str] | None) -> list[Uni
             for unit in units]
 
 
-def _score(table: dict, question: Question, units: list[Unit]) -> None:
+def in_export_names(question: str, conversation: Conversation) -> str:
+    """The question with speaker_b's name, as a word, written as the assistant's name in the export."""
+    return re.sub(rf"\b{re.escape(conversation.speaker_b)}\b", ASSISTANT_NAMES["chatgpt"], question)
+
+
+def _askings(side: str, question: Question, conversation: Conversation) -> list[tuple[str, str]]:
+    if side == "locomo":
+        return [(side, question.text)]
+    return [(side, question.text), (RENAMED, in_export_names(question.text, conversation))]
+
+
+def _score(table: dict, question: Question, units: list[Unit], names_b: bool) -> None:
+    table[("names speaker_b" if names_b else "others", "R@10")].append(recall_at_k(units, question.evidence, 10))
     for k in KS:
         table[("all", f"R@{k}")].append(recall_at_k(units, question.evidence, k))
     table[(question.category, "R@10")].append(recall_at_k(units, question.evidence, 10))
@@ -139,15 +163,16 @@ def run(options: dict[str, Any], stdout) -> dict[str, Any]:
             pages[side] = _page_count(user)
             bar = progress(len(asked), f"{side} {conversation.sample_id}", enabled=not options.get("no_progress"))
             for question, row in zip(asked, per_question, strict=True):
-                for policy in policies:
-                    units = _units(user, question.text, policy, valid if side == "chatgpt" else None)
-                    _score(scores[(policy, side)], question, units)
-                    row[f"{policy} {side}"] = recall_at_k(units, question.evidence, 10)
+                names_b = in_export_names(question.text, conversation) != question.text
+                for policy, (asking, text) in itertools.product(policies, _askings(side, question, conversation)):
+                    units = _units(user, text, policy, valid if side == "chatgpt" else None)
+                    _score(scores[(policy, asking)], question, units, names_b)
+                    row[f"{policy} {asking}"] = recall_at_k(units, question.evidence, 10)
                 bar.update(1)
             bar.close()
     recall = {f"{policy} {side}": {f"{cat}/{metric}": round(sum(v) / len(v), 4)
                                    for (cat, metric), v in scores[(policy, side)].items()}
-              for policy in policies for side in SIDES}
+              for policy in policies for side in (*SIDES, RENAMED)}
     return {"benchmark": "imported", "date": today(), "machine": machine(), "data": str(options["data"]),
             "sample": conversation.sample_id, "questions": len(asked), "policies": list(policies),
             "pages": pages, "recall": recall, "per_question": per_question}
@@ -160,10 +185,12 @@ def _page_count(user) -> int:
 
 
 def render(result: dict[str, Any]) -> str:
+    groups = ("names speaker_b", "others")
     headers = ["policy, imported from", *[f"R@{k}" for k in KS], "all@10",
-               *[f"R@10 {name}" for name in CATEGORY_NAMES.values()]]
+               *[f"R@10 {name}" for name in CATEGORY_NAMES.values()], *[f"R@10 {group}" for group in groups]]
     rows = [[name, *[figures.get(f"all/R@{k}") for k in KS], figures.get("all/all@10"),
-             *[figures.get(f"{category}/R@10") for category in CATEGORY_NAMES]]
+             *[figures.get(f"{category}/R@10") for category in CATEGORY_NAMES],
+             *[figures.get(f"{group}/R@10") for group in groups]]
             for name, figures in result["recall"].items()]
     title = (f"{result['sample']}: evidence recall as imported from LoCoMo's file and from a ChatGPT export "
              f"({result['questions']} questions; pages {result['pages']['locomo']} and {result['pages']['chatgpt']})")

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
-from memory.benchmarks.imported import dia_id_of, locomo_chatgpt_export
+from memory.benchmarks.imported import RENAMED, dia_id_of, in_export_names, locomo_chatgpt_export
 from memory.formats.histories import export_conversation, read_export
 from memory.formats.locomo import parse_sample
 from tests.memory.benchmarks.test_bench import TINY_LOCOMO
@@ -39,6 +39,12 @@ def test_the_export_holds_every_turn_as_a_message_of_its_speaker_at_its_time():
         dia_id_of("chatgpt:tiny-1-s1:D9:9", valid)
 
 
+def test_speaker_b_is_asked_about_by_the_name_the_export_gives_the_assistant():
+    conversation = parse_sample(TINY_LOCOMO[0], 0)
+    assert in_export_names("What is Ben's dog called, Ben?", conversation) == "What is ChatGPT's dog called, ChatGPT?"
+    assert in_export_names("Did Benjamin meet Ana?", conversation) == "Did Benjamin meet Ana?"
+
+
 @pytest.mark.slow
 def test_both_imports_are_recalled_question_by_question(memory_env, tmp_path):
     data = tmp_path / "tiny.json"
@@ -46,10 +52,13 @@ def test_both_imports_are_recalled_question_by_question(memory_env, tmp_path):
     export = tmp_path / "conversations.json"
     result = run_json("--data", str(data), "--sample", "0", "--policy", "hybrid", "--write-export", str(export))
     assert result["questions"] == 4 and result["pages"] == {"locomo": 3, "chatgpt": 3}
-    assert set(result["recall"]) == {"hybrid locomo", "hybrid chatgpt"}
+    assert set(result["recall"]) == {"hybrid locomo", "hybrid chatgpt", f"hybrid {RENAMED}"}
     # six turns: every ranked context holds the whole evidence within 20 turns
     assert all(figures["all/R@20"] == 1.0 for figures in result["recall"].values())
-    assert all({"hybrid locomo", "hybrid chatgpt"} <= set(row) for row in result["per_question"])
+    assert all({"hybrid locomo", "hybrid chatgpt", f"hybrid {RENAMED}"} <= set(row) for row in result["per_question"])
+    # no question of the tiny file names Ben: every one is counted among the others
+    assert all("names speaker_b/R@10" not in figures and figures["others/R@10"] == figures["all/R@10"]
+               for figures in result["recall"].values())
     assert read_export(export.read_bytes())[0] == "chatgpt"
 
 
