@@ -17,10 +17,13 @@ from memory.benchmarks.exports import (
     claude_conversation,
     claude_json,
 )
+from memory.benchmarks.imported import locomo_chatgpt_export
+from memory.formats.locomo import parse_sample
 from memory.models import DialoguePage, LifecycleEvent, Sona
 from memory.selectors.about_me import about_me
 from memory.services.common import MemoryInputError
 from memory.services.history_import import history_import
+from memory.services.importing import conversation_import
 from memory.services.long_term import profile_update
 from memory.services.memory_talk import memory_item_forget_plan
 from memory.services.recall import recall_for_query
@@ -196,3 +199,30 @@ def test_after_an_import_a_question_about_work_is_answered_with_the_work(make_us
     reply = turn_run(user=user, message="What do I do for a living?").reply
     assert "physiotherapist" in reply and "Galway" not in reply
     assert "Galway" in turn_run(user=user, message="Where was I living in 2021?").reply
+
+
+def test_an_export_of_a_locomo_conversation_stores_its_words_but_for_the_assistants_name(make_user):
+    """Issue 51: a conversation imported from ChatGPT's export and from LoCoMo's file differ in the
+    assistant's name alone (the export cannot hold what speaker_b was called): the same pages, at the
+    same times, of the same words, under the same turns."""
+    said = [("Ana", "I adopted a golden retriever today! He is Max."), ("Ben", "Congratulations, Ana!"),
+            ("Ana", "On weekends I hike with Max."), ("Ben", "Does Max like the mountains?"),
+            ("Ana", "He loves them."), ("Ana", "And the lake too.")]
+    sample = {"sample_id": "tiny", "qa": [], "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "10:00 am on 7 May, 2023",
+        "session_1": [{"speaker": who, "dia_id": f"D1:{n}", "text": text} for n, (who, text) in enumerate(said, 1)]}}
+    conversation = parse_sample(sample, 0)
+    native, imported = make_user("ana-file"), make_user("ana-export")
+    profile_update(user=imported, name="Ana")
+    conversation_import(user=native, conversation=conversation)
+    history_import(user=imported, data=locomo_chatgpt_export(conversation), name="conversations.json")
+
+    def stored(user, assistant: str) -> list:
+        pages = DialoguePage.objects.filter(user=user).order_by("seq")
+        return [(page.timestamp, [i.removeprefix("chatgpt:tiny-s1:") for i in page.source_ids],
+                 page.query.replace(f"{assistant}: ", "Ben: "), page.response.replace(f"{assistant}: ", "Ben: "),
+                 [("Ben" if u["speaker"] == assistant else u["speaker"], u["text"]) for u in page.utterances])
+                for page in pages]
+
+    assert stored(imported, "ChatGPT") == stored(native, "Ben")
+    assert len(stored(native, "Ben")) == 3
