@@ -210,6 +210,21 @@ def test_a_change_said_in_two_breaths_keeps_its_new_value(statement, ended, now)
     assert new.text == now and new.change
 
 
+@pytest.mark.parametrize(("statement", "now"), [
+    ("I started a new job last week, I'm at Globex now.", "User works at Globex"),
+    ("Went back to work in May — I'm doing the accounts at the garden centre now.", "User works at the garden centre"),
+])
+def test_work_taken_up_and_then_placed_names_the_employer(statement, now):
+    assert now in [r.text for r in read(statement) if r.slot == "employer"]
+
+
+@pytest.mark.parametrize("statement", [
+    "I'm looking for a new job, I'm at the library now.", "Go back to work! I'm at the pub now.",
+])
+def test_work_only_sought_or_bidden_names_no_employer(statement):
+    assert not any(r.slot == "employer" and r.value for r in read(statement))
+
+
 @pytest.mark.parametrize("statement", [
     "I quit my job at Tesco, I'm having lunch at Luigi's to celebrate.",
     "I've left my job at the bank, I'm now at home with the kids.",

@@ -184,21 +184,33 @@ def read(text: str) -> tuple[Reading, ...]:
 # by the preposition that places the person ("I'm now at Northgate Pharmacy", "we're in York now").
 _PLACED_BY = {"employer": ("at", "for", "with"), "residence": ("in",)}
 _NOW = frozenset({"now", "currently", "nowadays", "days"})
+_TAKING_UP = frozenset({"start", "begin", "get", "find", "land", "take", "go", "return"})
+_POSTS = frozenset({"job", "work", "role", "position", "post"})
+
+
+def _takes_up_work(clause) -> bool:
+    """ "I started a new job", "got a new job", "went back to work": work begun, not yet placed."""
+    return clause.head.lemma_.lower() in _TAKING_UP and any(
+        t.lemma_.lower() in _POSTS and t.pos_ == "NOUN" and t.dep_ in ("dobj", "pobj") for t in clause.tokens)
 
 
 def _new_values(docs, readings: tuple[Reading, ...]) -> list[Reading]:
     """The new value a statement names after ending the old one ("I've left my job at Larkfield,
-    I'm now at Northgate Pharmacy"): a clause of the person's own, neither negated nor past, that
-    places them now, read as the ended kind, where the statement names no value of that kind."""
+    I'm now at Northgate Pharmacy") or taking up work ("started a new job, I'm at Globex now"): a
+    clause of the person's own, neither negated nor past, that places them now, read as that kind,
+    where the statement names no value of it."""
     found = []
+    parts = [c for doc in docs for sent in doc.sents for c in clauses(sent)]
     for slot, preps in _PLACED_BY.items():
         own = [r for r in readings if r.slot == slot and r.subject == SELF]
-        if not any(r.ended and not r.value for r in own) or any(r.value for r in own):
+        begun = slot == "employer" and any(_takes_up_work(c) and (
+            c.subject.lower_ in PRONOUNS_SELF if c.subject is not None else c.head.tag_ == "VBD") for c in parts)
+        if not (begun or any(r.ended and not r.value for r in own)) or any(r.value for r in own):
             continue
         ending = {r.clause for r in own}
-        for clause in (c for doc in docs for sent in doc.sents for c in clauses(sent)):
+        for clause in parts:
             subject = clause.subject
-            if (clause.text in ending or subject is None or subject.lower_ not in PRONOUNS_SELF
+            if (clause.text in ending or _takes_up_work(clause) or subject is None or subject.lower_ not in PRONOUNS_SELF
                     or is_negated(clause) or tense_of(clause) == "past"):
                 continue
             if clause.head.lemma_ != "be" and (not clause.lemmas & _NOW or clause.head.lemma_ in lx.PASTIMES):
