@@ -59,7 +59,7 @@ _ASKS_SLOTS: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = (
     (lx.HEALTH | {"health", "medical", "medication", "doctor", "ill", "sick", "condition"}, ("health", "allergy")),
     (frozenset({"favourite", "favorite", "fave"}), ("favorite", "preference")),
     (frozenset(lx.PREFERENCE_VERBS) | {"prefer", "fan", "taste", "music", "film", "book"}, ("preference", "activity")),
-    (frozenset("hobby hobbies sport free spare fun weekend pastime play".split()) | lx.HOBBY,
+    (frozenset("hobby hobbies sport free spare fun weekend pastime play exercise workout fitness".split()) | lx.HOBBY,
      ("activity", "routine", "preference")),
     (lx.PLAN_NOUNS | {"when", "plan", "travel", "fly", "leave", "schedule", "go"}, ("plan",)),
     (lx.LANGUAGE, ("language",)),

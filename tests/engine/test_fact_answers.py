@@ -63,6 +63,11 @@ def test_a_word_asks_as_the_part_of_speech_it_is(question, asked, not_asked):
     assert asked in slots and not_asked not in slots
 
 
+@pytest.mark.parametrize("question", ["What exercise do I get these days?", "How do I keep up my fitness?"])
+def test_exercise_asks_about_what_the_person_does(question):
+    assert "activity" in question_about(question).slots
+
+
 KNOWN = [KnownFact("User works at Globex", JUNE), KnownFact("User has a cat named Miso", MARCH),
          KnownFact("User's birthday is on 4 May", MARCH), KnownFact("User is flying to Kyoto on 3 April", JUNE),
          KnownFact("User is coeliac", MARCH), KnownFact("User's boyfriend is Alex", JUNE),
