@@ -308,7 +308,12 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
     by_text = vectors if vectors is not None else _vectors_of_new(user_id, texts)
     stored: list[KnowledgeFact] = []
     points: list[VectorPoint] = []
-    with transaction.atomic():
+    # The facts' nodes and "stated_in" edges re-addressed once, as the transaction closes: a new
+    # fact's node is written with its edge's block, not addressed without it and then again (ten
+    # statements a fact, and an alias of a CID no one saw). The atomic joins readdress_once's
+    # without a savepoint, and is the transaction where re-addressing is not deferred (the
+    # benchmarks' per-write baseline, memory/benchmarks/common.py readdress_per_write).
+    with graph.readdress_once(), transaction.atomic(savepoint=False):
         lock_user_state(user_id)
         # The current facts, read once for the page: each new one is looked for among them by meaning.
         current = list(KnowledgeFact.objects.filter(user_id=user_id, valid_until__isnull=True).only(
