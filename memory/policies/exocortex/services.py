@@ -21,6 +21,7 @@ from datetime import datetime
 import numpy as np
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Subquery
 
 from memory.adapters import configured
 from memory.models import (
@@ -92,17 +93,20 @@ def _due_page(user_id: int) -> DialoguePage | None:
     mode = settings.MEMORYOS["EXOCORTEX_RECOLLECTIONS"]
     if mode == "off":
         return None
-    # Its id and seq first: most runs end here, and a whole row (utterances, vector) is read only
-    # for a page that is due.
+    # Its id and seq first, with what decides whether it is due beside them in one read: most runs
+    # end here, and a whole row (utterances, vector) is read only for a page that is due.
+    recollected = UserMemoryState.objects.filter(user_id=OuterRef("user_id")).values("recollected_seq")[:1]
+    recalled = RetrievalTrace.objects.filter(page_id=OuterRef("pk"), policy__in=recollecting_policies())
     newest = (DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, repressed=False)
-              .exclude(embedding=b"").order_by("-seq").values_list("id", "seq").first())
-    recollected = UserMemoryState.objects.filter(user_id=user_id).values_list("recollected_seq", flat=True).first()
-    if newest is None or (recollected is not None and newest[1] <= recollected):
+              .exclude(embedding=b"").order_by("-seq")
+              .annotate(recollected=Subquery(recollected), recalled=Exists(recalled))
+              .values_list("id", "seq", "recollected", "recalled").first())
+    if newest is None:
         return None
-    if mode != "always" and not RetrievalTrace.objects.filter(page_id=newest[0],
-                                                              policy__in=recollecting_policies()).exists():
+    page_id, seq, recollected_seq, recalled_by_one = newest
+    if (recollected_seq is not None and seq <= recollected_seq) or (mode != "always" and not recalled_by_one):
         return None
-    return DialoguePage.objects.select_related("user").filter(id=newest[0]).first()
+    return DialoguePage.objects.select_related("user").filter(id=page_id).first()
 
 
 def _anchors(user_id: int, page: DialoguePage) -> list[DialoguePage]:
