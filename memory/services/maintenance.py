@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import ExpressionWrapper, F, FloatField, QuerySet
+from django.db.models import Exists, ExpressionWrapper, F, FloatField, QuerySet
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -37,7 +37,7 @@ from memory.models import (
 from memory.policies import registry as models
 from memory.selectors.maintenance import rederive_segments_of, stopped_turn_pages_of, unembedded_pages_of
 from memory.services import graph
-from memory.services.common import embed_or_none, lock_user_state
+from memory.services.common import embed_or_none, lock_user_state, lock_user_state_writing
 from memory.services.events import event_record
 from memory.services.facts import facts_at_turn, facts_from_turns
 from memory.services.long_term import promote_segment
@@ -150,11 +150,12 @@ def _settle(user_id: int) -> None:
     pauses a run while replies are under way). That page's own job may be lost with its worker, so
     its flag must stay."""
     with transaction.atomic():
-        state = lock_user_state(user_id)
-        state.maintenance_due = DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE,
-                                                            chain_done=False).exists()
-        state.maintenance_failures, state.last_maintenance_at, state.last_error = 0, timezone.now(), ""
-        state.save(update_fields=["maintenance_due", "maintenance_failures", "last_maintenance_at", "last_error"])
+        # The lock by the run's own columns, then whether it is still due in a statement of its
+        # own: read in the first, a reply committed while it waited for the lock would not be seen.
+        state = lock_user_state_writing(user_id, maintenance_failures=0, last_maintenance_at=timezone.now(),
+                                        last_error="")
+        state.update(maintenance_due=Exists(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE,
+                                                                         chain_done=False)))
 
 
 def pages_interrupted_complete(*, user_id: int) -> int:
