@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Exists, ExpressionWrapper, F, FloatField, QuerySet
 from django.utils import timezone
@@ -97,15 +98,17 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             # The occasional steps run when a one-row read (EXISTS) finds work for them. A write's
             # run usually finds none, and the steps' own reads of their rows cost more: 10-14 ms a
             # write on a 10,000-page store (scripts/write_steps.py; BENCHMARKS.md, "Maintenance
-            # asks first").
+            # asks first"). The four are asked in one statement, first.
+            work = _work_found(user_id)
             # By wall-clock time, not `now` (a stopped turn is found by how long it has waited).
-            if stopped_turn_pages_of(user_id).exists():
+            if work.stopped:
                 report.interrupted = pages_interrupted_complete(user_id=user_id)
             # Facts first: a fact told, or a change, is known before the next reply.
             if facts_at_turn():
                 report.fact_changes = facts_from_turns(user_id=user_id, now=now)
                 between_steps()
-            if unembedded_pages_of(user_id).exists():
+            # A stopped turn completed just now is embedded there, or here when its embedding failed.
+            if work.unembedded or report.interrupted:
                 report.embedded = _embed_missing(user_id)
                 between_steps()
             # Asked by the step's own read, not an EXISTS first: a chat turn's page always reaches
@@ -118,14 +121,15 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             with graph.readdress_once():
                 report.chained = _link_chains(user_id)
                 _overflow_stm(user_id, report, now)
-                if rederive_segments_of(user_id).exists():
+                if work.rederive:
                     report.rederived = _rederive_segments(user_id)
             between_steps()
             report.summarised = _refresh_summaries(user_id)
             report.evicted = segments_evict(user_id=user_id, now=now)
             between_steps()
             report.promoted = _promote(user_id, now)
-            if unchecked_facts_of(user_id).exists():
+            # Promotion's facts are unchecked (a turn's are checked as they are stored).
+            if work.unchecked or report.promoted:
                 supersession_detect_pending(user_id=user_id, at=now)
             between_steps()
             if recollect:  # the memory models' steps (memory/policies/): the Exocortex's recollections
@@ -137,6 +141,24 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
     log.debug("event=maintenance_done user=%s moved=%s evicted=%s promoted=%s", user_id, report.moved,
              len(report.evicted), len(report.promoted))
     return report
+
+
+@dataclass(frozen=True)
+class _WorkFound:
+    stopped: bool = True  # pages of stopped turns (stopped_turn_pages_of)
+    unembedded: bool = True  # pages whose embedding failed (unembedded_pages_of)
+    rederive: bool = True  # segments to derive again (rederive_segments_of)
+    unchecked: bool = True  # facts no supersession detector has seen (unchecked_facts_of)
+
+
+def _work_found(user_id: int) -> _WorkFound:
+    """Whether each occasional step has work, as four EXISTS beside the user's row in one statement
+    (they were four). A user without a row (deleted meanwhile) has every step asked by its own read."""
+    found = (get_user_model().objects.filter(pk=user_id)
+             .annotate(stopped=Exists(stopped_turn_pages_of(user_id)), unembedded=Exists(unembedded_pages_of(user_id)),
+                       rederive=Exists(rederive_segments_of(user_id)), unchecked=Exists(unchecked_facts_of(user_id)))
+             .values("stopped", "unembedded", "rederive", "unchecked").first())
+    return _WorkFound(**found) if found is not None else _WorkFound()
 
 
 def _model_steps(user_id: int, report: MaintenanceReport, now: datetime) -> None:
