@@ -187,7 +187,9 @@ def unindexed_pages_of(user_id: int) -> QuerySet[DialoguePage]:
 def unindexed_batch(user_id: int) -> tuple[list[DialoguePage], dict | None]:
     """The next INDEX_BATCH of the user's unindexed pages (unindexed_pages_of), oldest first, with
     their utterances made, and the utterance before the first of them (their first context)."""
-    pages = list(unindexed_pages_of(user_id).select_related("user", "sona").order_by("seq")[:INDEX_BATCH])
+    # The profile with the user: page_utterances names the person by it (a read a page otherwise).
+    pages = list(unindexed_pages_of(user_id).select_related("user__long_term_profile", "sona")
+                 .order_by("seq")[:INDEX_BATCH])
     for page in pages:
         page.utterances = page_utterances(page)
     return pages, utterance_before(pages[0]) if pages else None
