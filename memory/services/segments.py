@@ -28,7 +28,7 @@ from memory.models import (
 )
 from memory.services import graph
 from memory.services.common import lock_user_state
-from memory.services.events import event_record
+from memory.services.events import event_of, events_record
 from memory.services.pages import page_text
 from memory.services.utterances import turn_point_ids
 
@@ -114,15 +114,15 @@ def _record_move(user_id: int, page: DialoguePage, segment: Segment, node: Memor
     segment holds."""
     best = plan.candidates[0] if plan.candidates else None
     kind = LifecycleEvent.Kind.SEGMENT_CREATED if plan.segment_id is None else LifecycleEvent.Kind.SEGMENT_MERGED
-    event_record(user_id=user_id, kind=LifecycleEvent.Kind.MOVED_TO_MTM, subject_id=page.id, at=at,
-                 seq=page.seq, segment_id=str(segment.id))
-    event_record(
-        user_id=user_id, kind=kind, subject_id=segment.id, at=at, page_id=str(page.id), seq=page.seq,
-        best_fscore=round(best.fscore, 4) if best else None,
-        best_cos=round(best.cos, 4) if best else None,
-        best_jaccard=round(best.jaccard, 4) if best else None,
-        candidates=[{"id": c.segment_id, "fscore": round(c.fscore, 4)} for c in plan.candidates[:5]],
-    )
+    events_record([
+        event_of(user_id=user_id, kind=LifecycleEvent.Kind.MOVED_TO_MTM, subject_id=page.id, at=at,
+                 seq=page.seq, segment_id=str(segment.id)),
+        event_of(user_id=user_id, kind=kind, subject_id=segment.id, at=at, page_id=str(page.id), seq=page.seq,
+                 best_fscore=round(best.fscore, 4) if best else None,
+                 best_cos=round(best.cos, 4) if best else None,
+                 best_jaccard=round(best.jaccard, 4) if best else None,
+                 candidates=[{"id": c.segment_id, "fscore": round(c.fscore, 4)} for c in plan.candidates[:5]]),
+    ])
     edge = graph.edge_put(user_id=user_id, source=node, relation="contains",
                           target=graph.node_of(user_id=user_id, obj=page, kind=MemoryNode.Kind.PAGE))
     segment.cid = edge.source.cid
@@ -208,9 +208,8 @@ def segments_evict(*, user_id: int, now: datetime) -> list[str]:
                      .only("id", "user_id", "seq", "utterances"))
         page_ids = [str(p.id) for p in pages]
         DialoguePage.objects.filter(id__in=page_ids).update(tier=Tier.ARCHIVED)
-        for sid, heat in zip(plan.segment_ids, plan.heats, strict=True):
-            event_record(user_id=user_id, kind=LifecycleEvent.Kind.SEGMENT_EVICTED, subject_id=sid, at=now,
-                         heat=round(heat, 4))
+        events_record([event_of(user_id=user_id, kind=LifecycleEvent.Kind.SEGMENT_EVICTED, subject_id=sid, at=now,
+                                heat=round(heat, 4)) for sid, heat in zip(plan.segment_ids, plan.heats, strict=True)])
         doomed = list(plan.segment_ids) + page_ids + [tid for p in pages for tid in turn_point_ids(p)]
         transaction.on_commit(lambda: configured.vector_index().delete(user_id=str(user_id), ids=doomed))
     return list(plan.segment_ids)
