@@ -242,14 +242,13 @@ def chain_newest_pages(chain_id, count: int) -> QuerySet[DialoguePage]:
 def _link_chains(user_id: int) -> int:
     """Meta chain: link each new page to the previous one when the topic continues, and summarise."""
     params = memory_params()
-    todo = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, chain_done=False)
-                .exclude(embedding=b"").order_by("seq").values_list("id", flat=True))
-    for page_id in todo:
-        with transaction.atomic():
-            lock_user_state(user_id)
-            page = DialoguePage.objects.get(id=page_id)
-            if page.chain_done:
-                continue
+    # The pages read under the user's lock, in one transaction: none can be chained meanwhile by
+    # another run, so each is not read again, nor marked in a savepoint of its own.
+    with transaction.atomic():
+        lock_user_state(user_id)
+        todo = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, chain_done=False)
+                    .exclude(embedding=b"").order_by("seq"))
+        for page in todo:
             prev = (DialoguePage.objects.filter(user_id=user_id, seq__lt=page.seq, status=PageStatus.COMPLETE)
                     .order_by("-seq").only(*PREVIOUS_FIELDS).first())
             similarity = cosine(bytes_to_vector(prev.embedding), bytes_to_vector(page.embedding)) if prev else None
