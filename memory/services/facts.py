@@ -334,7 +334,7 @@ def facts_from_page(*, user_id: int, page: DialoguePage, now: datetime | None = 
     changes = [FactChange(action="remembered", fact_id=str(row.id), text=row.text, page_id=str(page.id))
                for row in stored]
     if stored:
-        changes = _supersede_at_once(user_id, stored, changes, now, by_meaning=not page.utterances)
+        changes = _supersede_at_once(user_id, stored, changes, now, by_meaning=not page.utterances, page=page)
     return changes
 
 
@@ -372,13 +372,15 @@ def _fact_put(user_id: int, *, text: str, page: DialoguePage, via: str, at: date
 
 
 def _supersede_at_once(user_id: int, stored: Sequence[KnowledgeFact], changes: list[FactChange],
-                       now: datetime | None, *, by_meaning: bool = False) -> list[FactChange]:
+                       now: datetime | None, *, by_meaning: bool = False,
+                       page: DialoguePage | None = None) -> list[FactChange]:
     """Supersession on the new facts now (not at the next promotion); a confident change turns the
     fact's "remembered" into "changed", naming what it replaced. `by_meaning`: facts of the same
-    kind are also compared by their meaning (a chat turn's; an import's are not embedded again)."""
+    kind are also compared by their meaning (a chat turn's; an import's are not embedded again).
+    `page`: the turn the facts were read from, when the caller has it."""
     from memory.services.supersession import supersession_detect
 
-    statements = {str(row.id): statement for row in stored if (statement := _statement(row))}
+    statements = {str(row.id): statement for row in stored if (statement := _statement(row, page))}
     similar = texts_similarity if by_meaning and _facts_judged() else None
     written = supersession_detect(user_id=user_id, fact_ids=[str(row.id) for row in stored], at=now,
                                   statements=statements, similarity=similar)
@@ -396,11 +398,13 @@ def _supersede_at_once(user_id: int, stored: Sequence[KnowledgeFact], changes: l
     return result
 
 
-def _statement(row: KnowledgeFact) -> str:
+def _statement(row: KnowledgeFact, page: DialoguePage | None = None) -> str:
     """The sentences of its turn a fact was read from ("I became a librarian last year": the change
-    word the fact's own text lacks); "" when the offline reader does not find it there (a model's)."""
-    page = (DialoguePage.objects.filter(pk=row.source_page_ids[0]).only("query", "utterances").first()
-            if row.source_page_ids else None)
+    word the fact's own text lacks); "" when the offline reader does not find it there (a model's).
+    `page`: its turn's page, when the caller has it (read otherwise)."""
+    first = str(row.source_page_ids[0]) if row.source_page_ids else None
+    if page is None or str(page.pk) != first:
+        page = DialoguePage.objects.filter(pk=first).only("query", "utterances").first() if first else None
     if page is None:
         return ""
     chosen = [s for s in parts_of(_statement_of(page))  # parsed already, as the reader split them
