@@ -8,7 +8,9 @@ import re
 
 import pytest
 
+from memory.engine.language import parse
 from memory.engine.reading import SELF, kept_back, normalise_statement, read
+from memory.engine.reading.reader import _unclefted
 from memory.engine.wording import to_person, to_stored
 
 
@@ -239,3 +241,20 @@ def test_moving_out_of_a_place_ends_it_rather_than_naming_it_home():
     """ "We moved out of Leeds" was read as "User lives in Leeds"."""
     [reading] = read("I moved out of London last year.")
     assert (reading.slot, reading.value, reading.ended) == ("residence", "", "london")
+
+
+@pytest.mark.parametrize(("statement", "fact"), [
+    ("Correction: it's hazelnuts I'm allergic to.", "User is allergic to hazelnuts"),
+    ("It's the cello I play.", "User plays the cello"),
+    ("It is peanuts that I can't eat.", "User can't eat peanuts"),
+    ("It's my brother who lives in Leeds.", "User's brother lives in Leeds"),
+])
+def test_a_cleft_is_read_in_its_plain_order(statement, fact):
+    """ "It's hazelnuts I'm allergic to" was stored as "User is allergic to": the fronted focus
+    fills the gap its clause leaves (issue 48)."""
+    assert fact in facts(statement)
+
+
+@pytest.mark.parametrize("statement", ["It's a shame I can't come.", "It's raining.", "It's my birthday today."])
+def test_what_only_looks_like_a_cleft_is_not_rewritten(statement):
+    assert _unclefted(parse(statement)) == ""

@@ -163,12 +163,65 @@ def _repaired(doc) -> str:
     return "".join(out) if fixed else ""
 
 
+_RELATIVES = frozenset({"that", "who", "which", "whom"})
+# "It's a shame I can't come": what "it" stands for is the clause, judged, not a focus it fronts.
+_JUDGEMENTS = frozenset({"shame", "pity", "wonder", "miracle", "relief", "surprise", "mistake", "joke", "problem",
+                         "nightmare", "disaster", "blessing", "honour", "honor", "pleasure"})
+
+
+def _unclefted(doc) -> str:
+    """ "It's hazelnuts I'm allergic to", "it's Oslo that I live in, not Bergen", "it's the cello I
+    play": a cleft said again in its plain order ("I'm allergic to hazelnuts"), where the focus fills
+    the gap its clause leaves (a relative word's place, a preposition with no object, or the object
+    of a verb with none); "" when the sentence is no cleft ("it's a shame I can't come")."""
+    root = next(iter(doc.sents)).root
+    if root.lemma_ != "be" or not any(c.dep_ == "nsubj" and c.lower_ == "it" for c in root.children):
+        return ""
+    focus = next((c for c in root.children if c.dep_ == "attr"), None)
+    if focus is None or focus.ent_type_ in ("DATE", "TIME") or focus.lemma_.lower() in _JUDGEMENTS:
+        return ""
+    relative = next((c for c in focus.children if c.dep_ == "relcl"), None)
+    inner = relative or next((c for c in root.children if c.dep_ == "ccomp" and c.i > focus.i), None)
+    if inner is None or inner.i < focus.i:
+        return ""
+    clause = list(inner.subtree)
+    said = " ".join(t.text for t in focus.subtree if t.i < clause[0].i)
+    marker = next((t for t in clause if t.lower_ in _RELATIVES and t.dep_ in ("nsubj", "dobj", "pobj", "mark")), None)
+    if marker is not None and marker.dep_ == "nsubj":
+        after = marker  # "it was my sister who moved": the focus is the subject
+    elif marker is not None and marker.dep_ == "pobj":
+        after = marker.head  # "Oslo that I live in": after its preposition
+    elif marker is not None and marker.dep_ == "dobj":
+        verb = marker.head  # "peanuts that I can't eat": after its verb
+        after = next((c for c in verb.children if c.dep_ == "prt"), verb)
+    else:
+        after = next((t for t in clause if t.dep_ == "prep" and not any(c.dep_ == "pobj" for c in t.children)), None)
+        if after is None and relative is not None and inner.pos_ == "VERB" and not any(
+                c.dep_ in ("dobj", "ccomp", "xcomp", "prep") for c in inner.children):
+            after = next((c for c in inner.children if c.dep_ == "prt"), inner)  # "the cello I play"
+    if after is None:
+        return ""
+    words = []
+    for token in clause:  # spaCy makes a new Token at each look: compared by their places
+        if marker is not None and token.i == marker.i:
+            if token.i == after.i:
+                words.append(said)
+            continue
+        words.append(token.text)
+        if token.i == after.i:
+            words.append(said)
+    words += [t.text for t in doc if t.i > clause[-1].i and not (focus.i <= t.i < clause[0].i)]
+    text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+('m|'s|'re|'ve|'d|'ll|n't)\b", r"\1", " ".join(words)))
+    return text[:1].upper() + text[1:]
+
+
 @lru_cache(maxsize=8192)
 def read(text: str) -> tuple[Reading, ...]:
     """Everything a statement (or a stored fact) says about the speaker and the people they name."""
     found: dict[tuple[str, str], Reading] = {}
     docs = parse_all(parts_of(text))
     docs = [parse(again) if (again := _repaired(doc)) else doc for doc in docs]
+    docs = [parse(again) if (again := _unclefted(doc)) else doc for doc in docs]
     for doc in docs:
         for reading in read_doc(doc):
             found.setdefault((reading.text.lower(), reading.slot), reading)
@@ -210,8 +263,8 @@ def _new_values(docs, readings: tuple[Reading, ...]) -> list[Reading]:
         ending = {r.clause for r in own}
         for clause in parts:
             subject = clause.subject
-            if (clause.text in ending or _takes_up_work(clause) or subject is None or subject.lower_ not in PRONOUNS_SELF
-                    or is_negated(clause) or tense_of(clause) == "past"):
+            if (clause.text in ending or _takes_up_work(clause) or subject is None
+                    or subject.lower_ not in PRONOUNS_SELF or is_negated(clause) or tense_of(clause) == "past"):
                 continue
             if clause.head.lemma_ != "be" and (not clause.lemmas & _NOW or clause.head.lemma_ in lx.PASTIMES):
                 continue  # "I'm having lunch at Luigi's now" places them for an hour, not for good
