@@ -53,15 +53,17 @@ PROFILE_FIELDS = ("name", "gender", "birth_year", "extra")
 def fixed_items(*, user, sona=None) -> list[RecalledItem]:
     """What every recall carries whole: the profile, the agent's profile and the user's traits."""
     items: list[RecalledItem] = []
-    profile = next(iter(rows.rows(UserProfile, PROFILE_FIELDS, equal={"user": user.pk}, limit=1)), None)
+    # The profile and the traits in one statement: a user has at most one row per trait dimension
+    # (90), so the profile's columns repeat at most 90 times. Traits at 0 say nothing.
+    profile, traits = rows.row_and_values(UserProfile, PROFILE_FIELDS, pk=user.pk, many=UserTrait,
+                                          many_fields=("key", "score"), equal={"user": user.pk, "repressed": False},
+                                          order_by=("-score", "key"))
     if profile and profile.as_text():
         items.append(RecalledItem(kind="profile", ref="profile", text=profile.as_text(), score=1.0))
     if sona is not None and sona.profile:
         items.append(RecalledItem(kind="agent_profile", ref=str(sona.id), text=f"{sona.name}: {sona.profile}",
                                   score=1.0))
-    # A user has at most one row per trait dimension (90); those at 0 say nothing.
-    for key, score in rows.values(UserTrait, ("key", "score"), equal={"user": user.pk, "repressed": False},
-                                  order_by=("-score", "key")):
+    for key, score in traits:
         dim = TRAITS_BY_KEY.get(key)
         if dim is None or score <= 0:
             continue

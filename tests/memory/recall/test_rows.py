@@ -7,6 +7,8 @@ from datetime import datetime
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memory.models import DialoguePage, Tier
@@ -105,6 +107,34 @@ def test_fixed_items_read_the_profile_and_the_positive_traits_best_first(make_us
                                                 ("user_trait", "openness")]
     assert items[0].text == "name: Ana; born: 1990; city: Porto"
     assert [i.score for i in items[1:]] == [0.9, 0.4]
+
+
+def test_fixed_items_read_either_side_when_the_other_is_missing(make_user) -> None:
+    no_profile, no_traits, neither = make_user("a"), make_user("b"), make_user("c")
+    UserTrait.objects.bulk_create([UserTrait(user=no_profile, key="openness", score=0.4),
+                                   UserTrait(user=no_profile, key="agreeableness", score=0.9, repressed=True)])
+    UserProfile.objects.create(user=no_traits, name="Bo", extra={"city": "Porto"})
+
+    assert [(i.kind, i.ref) for i in fixed_items(user=no_profile)] == [("user_trait", "openness")]
+    assert [i.text for i in fixed_items(user=no_traits)] == ["name: Bo; city: Porto"]
+    assert fixed_items(user=neither) == []
+
+
+def test_row_and_values_read_one_row_and_many_in_one_statement_as_the_orm_would(make_user) -> None:
+    user = make_user()
+    UserProfile.objects.create(user=user, name="Ana", birth_year=1990, extra={"city": "Porto"})
+    UserTrait.objects.bulk_create([UserTrait(user=user, key=key, score=score)
+                                   for key, score in (("openness", 0.4), ("agreeableness", 0.9), ("warmth", 0.4))])
+
+    with CaptureQueriesContext(connection) as queries:
+        profile, traits = reads.row_and_values(UserProfile, ("name", "extra"), pk=user.pk, many=UserTrait,
+                                               many_fields=("score", "key"), equal={"user": user.pk},
+                                               order_by=("-score", "key"))
+
+    assert len(queries) == 1
+    assert profile.pk == user.pk and profile.name == "Ana" and profile.extra == {"city": "Porto"}
+    assert profile.get_deferred_fields() >= {"birth_year", "gender"}  # not loaded
+    assert traits == list(UserTrait.objects.filter(user=user).order_by("-score", "key").values_list("score", "key"))
 
 
 def test_values_give_the_fields_in_the_order_asked_converted_as_the_orm_would(make_user) -> None:
