@@ -20,6 +20,7 @@ from memory.models import (
     HistoryImport,
     LifecycleEvent,
     MemoryAlias,
+    MemoryChunk,
     MemoryEdge,
     MemoryNode,
     Recollection,
@@ -223,6 +224,15 @@ class SonaMembershipAdmin(ReadOnlyAdmin):
     list_filter = ("via",)
     search_fields = ("sona__name", "node__cid", "user__username")
     list_select_related = ("sona", "node", "user")
+
+
+@admin.register(MemoryChunk)
+class MemoryChunkAdmin(ReadOnlyAdmin):
+    """A chunk of a segment's page tree: the block its segment links to instead of every page."""
+
+    list_display = ("node", "height", "index", "cid", "user")
+    search_fields = ("cid", "node__cid", "user__username")
+    list_select_related = ("node", "user")
 
 
 @admin.register(MemoryEdge)

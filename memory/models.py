@@ -342,6 +342,30 @@ class MemoryAlias(models.Model):
         return f"{self.cid[:12]} -> {self.node_id}"
 
 
+class MemoryChunk(models.Model):
+    """A chunk of a segment's page tree (engine/page_list.py): a block the segment's block links to
+    through its "pages" dependency, kept beside the graph's nodes (it is no memory of its own).
+    A leaf says which of the segment's "contains" edges it holds (by id, first and last), so a page
+    joining re-addresses the last leaf and the right spine only."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_chunks",
+                             db_index=False)
+    node = models.ForeignKey(MemoryNode, on_delete=models.CASCADE, related_name="chunks")
+    height = models.PositiveSmallIntegerField()
+    index = models.PositiveIntegerField()
+    cid = models.CharField(max_length=100)
+    block = models.BinaryField()
+    first_edge = models.BigIntegerField(default=0)  # leaves only: the ids of their first and last edges
+    last_edge = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "height", "index"], name="uniq_chunk")]
+        indexes = [models.Index(fields=["user", "cid"], name="chunk_user_cid")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}/{self.height}/{self.index}"
+
+
 class MemoryEdge(models.Model):
     """A weighted dependency: `source` was derived from (or follows) `target`."""
 

@@ -41,6 +41,7 @@ from memory.models import (
     Sona,
     UserMemoryState,
 )
+from memory.services import graph
 from memory.services.common import MemoryInputError, lock_user_state
 from memory.services.editing import actor_name, memory_get, memory_point_ids, reason_clean
 from memory.services.events import event_record
@@ -281,10 +282,13 @@ def _execute(user, plan: _Plan) -> list[str]:
         trace.save(update_fields=["payload"])
     page_files_delete(user=user, page_ids=page_ids)
     DialoguePage.objects.filter(id__in=page_ids).delete()
+    holding = graph.pages_dropped(user_id=user.pk, page_node_pks=MemoryNode.objects.filter(
+        user=user, kind=MemoryNode.Kind.PAGE, object_id__in=gone).values_list("pk", flat=True))
     _nodes_delete(user, MemoryNode.Kind.PAGE, gone)
     _chains_resummarise(user, chains)
     Segment.objects.filter(id__in=[s.id for s in plan.segments_deleted]).delete()
     _nodes_delete(user, MemoryNode.Kind.SEGMENT, {str(s.id) for s in plan.segments_deleted})
+    graph.nodes_readdress(user_id=user.pk, node_pks=holding)  # the segments left: their trees without the pages
     Segment.objects.filter(id__in=[s.id for s in plan.segments_rederived]).update(rederive=True)
     supersessions_forget_facts(user=user, scrubbed=SCRUBBED,
                                fact_ids=[e.pk for e in plan.facts_removed if isinstance(e, KnowledgeFact)])

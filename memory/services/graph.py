@@ -6,6 +6,10 @@ CID, and every node that depends on it a new block too (a Merkle DAG): `_refresh
 dependents. A CID a node had before is kept as an alias, so links already shown still resolve, and
 the row the node stands for (a page's, a segment's, a fact's `cid`) follows its node.
 
+A segment's "contains" edges (the pages it holds) are not its dependencies one by one: its block
+depends on the root of a tree of fixed-size chunks that lists them (engine/page_list.py, kept by
+services/page_trees.py), so a page joining re-addresses a leaf, the right spine and the segment.
+
 Inside `readdress_once()` (maintenance, a batched import, the benchmark's bulk builder) nodes
 whose content or edges change are only marked, and on the way out every marked node and what
 depends on it gets its block and CID once, dependencies before dependents. The end state is
@@ -24,7 +28,9 @@ from typing import Any, NamedTuple
 from django.db import connection, transaction
 
 from memory.engine.content_ids import block_with_edges, content_block, dependency_map, row_content
+from memory.engine.page_list import CONTAINS, PAGES
 from memory.models import AttachedFile, DialoguePage, MemoryAlias, MemoryEdge, MemoryNode, Recollection, Segment
+from memory.services.page_trees import pages_reset, pages_root
 from persona.models import AgentTrait, KnowledgeFact
 
 ROW_MODELS = {MemoryNode.Kind.PAGE: DialoguePage, MemoryNode.Kind.SEGMENT: Segment,
@@ -83,15 +89,20 @@ class _Row(NamedTuple):
 def _readdress(marked: dict[int, str]) -> None:
     """The marked nodes and everything that depends on them, re-addressed in dependency order."""
     closure = _dependents_closure(set(marked))
-    nodes, edges = _closure_read(closure)
+    nodes, edges, held = _closure_read(closure)
     new_cid: dict[int, str] = {}
     changed: list[tuple[_Row, str, bytes, str]] = []  # (node, its new cid and block, the cid it had)
-    for pk in _dependency_order(closure, edges):
+    order = {pk: edges[pk] + [("", 1.0, target, "") for _edge, target in held.get(pk, ())] for pk in closure}
+    for pk in _dependency_order(closure, order):
         node = nodes[pk]
         if not node.block:  # a blockless node has no data to keep (as in _refresh)
             continue
-        cid, block = block_with_edges(node.block, [
-            (relation, weight, new_cid.get(target, target_cid)) for relation, weight, target, target_cid in edges[pk]])
+        named = [(relation, weight, new_cid.get(target, cid)) for relation, weight, target, cid in edges[pk]]
+        if node.kind == MemoryNode.Kind.SEGMENT:
+            moved = [edge for edge, page in held.get(pk, ()) if new_cid.get(page, nodes[page].cid) != nodes[page].cid]
+            root = pages_root(user_id=node.user_id, node_pk=pk, moved=new_cid, changed_edges=moved)
+            named += [(PAGES, 1.0, root)] if root else []
+        cid, block = block_with_edges(node.block, named)
         new_cid[pk] = cid
         old = marked.get(pk, node.cid)
         if cid != node.cid or block != node.block or old != node.cid:
@@ -115,12 +126,15 @@ def _dependents_closure(closure: set[int]) -> set[int]:
     return closure
 
 
-def _closure_read(closure: set[int]) -> tuple[dict[int, _Row], dict[int, list[tuple[str, float, int, str]]]]:
-    """The nodes, and their edges with the targets' CIDs, in plain SQL: a segment's edges are
-    every page it holds, and the ORM's rows cost more than the block they make."""
+def _closure_read(closure: set[int]) -> tuple[dict[int, _Row], dict[int, list[tuple[str, float, int, str]]],
+                                              dict[int, list[tuple[int, int]]]]:
+    """The nodes, their edges with the targets' CIDs, in plain SQL (the ORM's rows cost more than
+    the block they make), and the "contains" edges into the closure by source: (edge, target). A
+    segment's other "contains" edges are not read: its page tree holds them."""
     node_table, edge_table = (connection.ops.quote_name(m._meta.db_table) for m in (MemoryNode, MemoryEdge))
     nodes: dict[int, _Row] = {}
     edges: dict[int, list[tuple[str, float, int, str]]] = {pk: [] for pk in closure}
+    held: dict[int, list[tuple[int, int]]] = {}
     with connection.cursor() as cursor:
         for chunk in _chunks(closure):
             marks = ", ".join(["%s"] * len(chunk))
@@ -129,10 +143,15 @@ def _closure_read(closure: set[int]) -> tuple[dict[int, _Row], dict[int, list[tu
             nodes.update((row[0], _Row(*row[:5], bytes(row[5]))) for row in cursor.fetchall())
             cursor.execute(f"SELECT e.source_id, e.relation, e.weight, e.target_id, n.cid FROM {edge_table} e "
                            f"JOIN {node_table} n ON n.id = e.target_id WHERE e.source_id IN ({marks}) "
-                           "ORDER BY n.cid", chunk)  # names follow the CIDs' order: sorting sorted rows is cheap
+                           f"AND e.relation <> %s ORDER BY n.cid",  # names follow the CIDs' order
+                           [*chunk, CONTAINS])
             for source, relation, weight, target, target_cid in cursor.fetchall():
                 edges[source].append((relation, weight, target, target_cid))
-    return nodes, edges
+            cursor.execute(f"SELECT source_id, id, target_id FROM {edge_table} WHERE target_id IN ({marks}) "
+                           "AND relation = %s", [*chunk, CONTAINS])
+            for source, edge, target in cursor.fetchall():
+                held.setdefault(source, []).append((edge, target))
+    return nodes, edges, held
 
 
 def _dependency_order(closure: set[int], edges: dict[int, list[tuple[str, float, int, str]]]) -> list[int]:
@@ -188,9 +207,17 @@ def _readdress_write(changed: list[tuple[_Row, str, bytes, str]]) -> None:
             cursor.executemany(f"UPDATE {table} SET cid = %s WHERE {connection.ops.quote_name(key)} = %s", rows)
 
 
-def _edges(node: MemoryNode) -> list[tuple[str, float, str]]:
-    """The node's outgoing edges as (relation, weight, target CID): what its dependencies are named from."""
-    return list(MemoryEdge.objects.filter(source=node).values_list("relation", "weight", "target__cid"))
+def _edges(node: MemoryNode, moved: int | None = None) -> list[tuple[str, float, str]]:
+    """The node's outgoing edges as (relation, weight, target CID): what its dependencies are named
+    from; a segment's pages as its tree's root (`moved`: a node that just got a new CID)."""
+    edges = list(MemoryEdge.objects.filter(source=node).exclude(relation=CONTAINS)
+                 .values_list("relation", "weight", "target__cid"))
+    if node.kind == MemoryNode.Kind.SEGMENT:
+        changed = MemoryEdge.objects.filter(source=node, relation=CONTAINS, target_id=moved).values_list(
+            "id", flat=True) if moved is not None else []
+        root = pages_root(user_id=node.user_id, node_pk=node.pk, changed_edges=list(changed))
+        edges += [(PAGES, 1.0, root)] if root else []
+    return edges
 
 
 def _dependencies(node: MemoryNode) -> dict:
@@ -214,7 +241,7 @@ def _set_cid(node: MemoryNode, cid: str, block: bytes, seen: set[int], *, row_fo
     MemoryAlias.objects.get_or_create(user_id=node.user_id, node=node, cid=old)
     MemoryAlias.objects.filter(node=node, cid=cid).delete()
     for dependent in MemoryNode.objects.filter(dependencies__target=node).distinct():
-        _refresh(dependent, seen)
+        _refresh(dependent, seen, moved=node.pk)
 
 
 def _row_cid_set(node: MemoryNode, cid: str) -> None:
@@ -223,12 +250,12 @@ def _row_cid_set(node: MemoryNode, cid: str) -> None:
         model.objects.filter(user_id=node.user_id, pk=node.object_id).update(cid=cid)
 
 
-def _refresh(node: MemoryNode, seen: set[int]) -> None:
-    """The node's block again from its data and its edges now."""
+def _refresh(node: MemoryNode, seen: set[int], *, moved: int | None = None) -> None:
+    """The node's block again from its data and its edges now (`moved`: the dependency that moved)."""
     if node.pk in seen or not node.block:  # a cycle would be a bug; a blockless node has no data to keep
         return
     seen.add(node.pk)
-    cid, block = block_with_edges(bytes(node.block), _edges(node))
+    cid, block = block_with_edges(bytes(node.block), _edges(node, moved))
     _set_cid(node, cid, block, seen)
 
 
@@ -350,7 +377,26 @@ def edge_drop(*, user_id: int, source: MemoryNode, target: MemoryNode, relation:
     deleted, _ = MemoryEdge.objects.filter(user_id=user_id, source=source, target=target, relation=relation).delete()
     if not deleted:
         return False
+    if relation == CONTAINS:
+        pages_reset(node_pks=[source.pk])
     if not _mark(source, source.cid):
         source.refresh_from_db(fields=["cid", "block"])
         _refresh(source, set())
     return True
+
+
+def pages_dropped(*, user_id: int, page_node_pks: Iterable[int]) -> list[int]:
+    """Before pages' nodes are deleted: the segments holding them lose their stored trees (built
+    whole when re-addressed); the segments' node ids, for segments_readdress after the delete."""
+    segments = list(MemoryEdge.objects.filter(user_id=user_id, relation=CONTAINS, target_id__in=list(page_node_pks))
+                    .values_list("source_id", flat=True).distinct())
+    pages_reset(node_pks=segments)
+    return segments
+
+
+def nodes_readdress(*, user_id: int, node_pks: Iterable[int]) -> None:
+    """Re-address these nodes (and what depends on them) from their edges now: segments whose
+    trees were reset, an import's or a migration's segments put into the current block format."""
+    with readdress_once():
+        for node in MemoryNode.objects.filter(user_id=user_id, pk__in=list(node_pks)).only("id", "cid"):
+            _mark(node, node.cid)

@@ -11,6 +11,7 @@ from memory.adapters import configured
 from memory.benchmarks import common, scale
 from memory.engine.content_ids import dependency_map
 from memory.engine.ipld import block_cid, node_decode
+from memory.engine.page_list import with_page_tree
 from memory.models import DialoguePage, MemoryEdge, MemoryNode, PageStatus, Segment, Tier
 from memory.services.graph import ROW_MODELS
 
@@ -20,17 +21,18 @@ def _built(env, pages: int = 200) -> scale.StoreBuilder:
 
 
 def assert_graph_is_the_products(user) -> None:
-    """Every node's CID is its block's; its block's dependencies are its edges; rows carry it."""
+    """Every node's CID is its block's; its block's dependencies are its edges (a segment's pages
+    through their tree); rows carry it."""
     nodes = list(MemoryNode.objects.filter(user=user))
     assert nodes
     cids = {node.pk: node.cid for node in nodes}
     edges: dict[int, list] = {}
-    for source, relation, weight, target in MemoryEdge.objects.filter(user=user).values_list(
+    for source, relation, weight, target in MemoryEdge.objects.filter(user=user).order_by("pk").values_list(
             "source_id", "relation", "weight", "target_id"):
         edges.setdefault(source, []).append((relation, weight, cids[target]))
     for node in nodes:
         assert node.cid == block_cid(bytes(node.block))
-        assert node_decode(bytes(node.block)).dependencies == dependency_map(edges.get(node.pk, []))
+        assert node_decode(bytes(node.block)).dependencies == dependency_map(with_page_tree(edges.get(node.pk, [])))
         model = ROW_MODELS.get(node.kind)
         if model is not None:
             assert model.objects.get(pk=node.object_id).cid == node.cid

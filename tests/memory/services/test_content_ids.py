@@ -15,6 +15,7 @@ from multiformats import CID, multihash
 
 from memory.engine.content_ids import content_block, content_id, dependency_map
 from memory.engine.ipld import node_decode, node_verify
+from memory.engine.page_list import with_page_tree
 from memory.models import MemoryAlias, MemoryEdge, MemoryNode
 from memory.selectors.memories import memory_by_cid
 from memory.services import graph
@@ -157,10 +158,10 @@ def _segment_grows(user, pages: int, *, once: bool) -> tuple[MemoryNode, str]:
 def test_a_grown_segment_readdressed_once_has_the_cid_built_from_scratch(make_user):
     once, eager = make_user(), make_user()
     seg, grown_from = _segment_grows(once, 40, once=True)
-    edges = list(MemoryEdge.objects.filter(source=seg).values_list("relation", "weight", "target__cid"))
+    edges = list(MemoryEdge.objects.filter(source=seg).order_by("pk").values_list("relation", "weight", "target__cid"))
     assert len(edges) == 41
     scratch = content_block(kind="segment", data={"summary": "grown", "keywords": ["pages"]},
-                            dependencies=dependency_map(edges))
+                            dependencies=dependency_map(with_page_tree(edges)))
     assert (seg.cid, bytes(seg.block)) == scratch
     assert _segment_grows(eager, 40, once=False)[0].cid == seg.cid  # re-addressed on every write
 
