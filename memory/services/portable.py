@@ -9,6 +9,7 @@ Every block of the archive is a Memoria node (engine/ipld.py), so any IPLD tool 
   user trait, profile, the page counter), kind "memoryos/<name>", `data` the row's fields (ids as
   text, times as ISO 8601, embeddings as base64), a `node` dependency on the row's graph node when
   it has one;
+- the chunks of every segment's page tree (engine/page_list.py), which its block links to ("pages");
 - the root, kind "memoryos/export": {format, version, user, exported_at, records: {name: [link]},
   nodes: [[kind, object id, link]], aliases: [[node number, old id]], and Memoria's annotations kept
   beside the nodes, never in them: importance: [[node number, EWMA, ratings]], sonas: [[node number,
@@ -17,9 +18,11 @@ Every block of the archive is a Memoria node (engine/ipld.py), so any IPLD tool 
 Import reads the archive with every block checked against its CID (car_read) and decoded as a node
 (node_verify); the first bad block is named and nothing is written. Rows get new ids (the graph's
 CIDs do not change: no id is part of a node's content); edges are rebuilt from the nodes'
-dependencies; the full-text index is filled in the same transaction and the vectors are rebuilt
-after the commit, so recall over the imported memory (in every policy) gives
-what it gave over the original.
+dependencies, a segment's "contains" edges from its page tree. Version 1 (before the page trees: a
+segment's block named every page) is read too: its segments are re-addressed into the tree format
+on the way in, their archived CIDs kept as aliases. The full-text index is filled in the same
+transaction and the vectors are rebuilt after the commit, so recall over the imported memory (in
+every policy) gives what it gave over the original.
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ from django.utils import timezone
 
 from memory.engine.content_ids import content_block, trait_evidence_object_id
 from memory.engine.ipld import CODEC_RAW, BlockError, Link, NodeError, block_verify, cid_parse, node_verify
+from memory.engine.page_list import PAGES, TreeError, tree_entries
 from memory.formats.car import CarError, car_read, car_write
 from memory.models import (
     AttachedFile,
     DialoguePage,
     LifecycleEvent,
     MemoryAlias,
+    MemoryChunk,
     MemoryEdge,
     MemoryNode,
     Recollection,
@@ -52,6 +57,7 @@ from memory.models import (
     SonaMembership,
     UserMemoryState,
 )
+from memory.services import graph
 from memory.services.common import MemoryInputError, TextRefused, lock_user_state, texts_check
 from memory.services.events import event_record
 from memory.services.files import blob_put, blob_read, blobs_release
@@ -59,7 +65,8 @@ from memory.services.reindex import reindex_user
 from persona.models import AgentTrait, KnowledgeFact, UserProfile, UserTrait
 
 FORMAT = "memoryos-export"
-VERSION = 1
+VERSION = 2  # 2: segments' pages as page trees (engine/page_list.py); 1 is read as well
+READABLE = (1, 2)
 ROOT_KIND = "memoryos/export"
 # In the order an import creates them (what a row points at comes first).
 RECORDS: tuple[tuple[str, type[models.Model]], ...] = (
@@ -140,6 +147,9 @@ def _export_blocks(user) -> tuple[list[tuple[str, bytes]], dict[str, Any], Summa
     node_cids = {(node.kind, node.object_id): node.cid for node in nodes}
     for node in nodes:
         blocks.setdefault(node.cid, bytes(node.block))
+    for cid, block in MemoryChunk.objects.filter(user=user).order_by("node_id", "-height", "index").values_list(
+            "cid", "block"):
+        blocks.setdefault(cid, bytes(block))
     for content_cid in AttachedFile.objects.filter(user=user).values_list("content_cid", flat=True).distinct():
         blocks.setdefault(content_cid, blob_read(content_cid))  # a file's bytes: a raw block
     records: dict[str, list[Link]] = {}
@@ -199,8 +209,9 @@ def _read(source: BinaryIO) -> tuple[dict[str, Any], dict[str, bytes], dict[str,
     root = decoded[archive.roots[0]]
     if root.kind != ROOT_KIND or not isinstance(root.data, dict) or root.data.get("format") != FORMAT:
         raise MemoryInputError(f"Not a MemoryOS memory export: its root is a {root.kind!r} node.")
-    if root.data.get("version") != VERSION:
-        raise MemoryInputError(f"Export version {root.data.get('version')!r}; this installation reads {VERSION}.")
+    if root.data.get("version") not in READABLE:
+        raise MemoryInputError(f"Export version {root.data.get('version')!r}; this installation reads "
+                               f"{' and '.join(map(str, READABLE))}.")
     return root.data, dict(archive.blocks), decoded, archive.roots[0]
 
 
@@ -462,16 +473,33 @@ def _import_graph(user, contents: _Contents, blocks: dict, decoded: dict, ids: d
     edges = []
     for node in nodes:
         for name, dependency in decoded[node.cid].dependencies.items():
+            if name == PAGES and node.kind == MemoryNode.Kind.SEGMENT:
+                edges += _held_pages(user, node, dependency.cid, blocks, by_cid)
+                continue
             target = by_cid.get(dependency.cid)
             if target is not None:  # a dependency deleted before the export stays in the block only
                 relation = name.rsplit("/", 1)[0] if name.rsplit("/", 1)[-1].isdigit() else name
                 edges.append(MemoryEdge(user=user, source=node, target=target, relation=relation,
                                         weight=dependency.weight))
     MemoryEdge.objects.bulk_create(edges, ignore_conflicts=True)
+    # Each segment's tree built from its edges (the archive's chunks again, where it is whole); a
+    # version-1 segment's block takes the tree format, its archived CID kept as an alias.
+    graph.nodes_readdress(user_id=user.pk,
+                          node_pks=[node.pk for node in nodes if node.kind == MemoryNode.Kind.SEGMENT])
     MemoryAlias.objects.bulk_create([MemoryAlias(user=user, node=nodes[number], cid=alias)
                                      for number, alias in contents.aliases], ignore_conflicts=True)
     _import_annotations(user, contents, nodes, ids)
     summary.nodes, summary.edges = len(nodes), len(edges)
+
+
+def _held_pages(user, segment: MemoryNode, root: str, blocks: dict, by_cid: dict) -> list[MemoryEdge]:
+    """A segment's "contains" edges, in its page tree's order (the order that gives its CIDs)."""
+    try:
+        entries = tree_entries(root, blocks.get)
+    except (TreeError, NodeError) as error:
+        raise _refused(f"segment {segment.cid}: its pages: {error}") from None
+    return [MemoryEdge(user=user, source=segment, target=by_cid[cid], relation="contains", weight=weight)
+            for weight, cid in entries if cid in by_cid]
 
 
 def _import_annotations(user, contents: _Contents, nodes: list[MemoryNode], ids: dict[str, str]) -> None:
