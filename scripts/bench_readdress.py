@@ -8,7 +8,10 @@ them and their dependents. Each round runs twice from the same state: the first 
 rolled-back transaction, the second kept (the variant that goes first alternates); both leave the
 same nodes, blocks and aliases (checked every round).
 
-usage: .venv/bin/python scripts/bench_readdress.py N [ROUNDS] [--profile new|old]"""
+Since the page trees (issue 51) the old variant writes the old block format, so the states differ:
+`--only new` times the current code alone (run the script on main beside it for the before).
+
+usage: .venv/bin/python scripts/bench_readdress.py N [ROUNDS] [--profile new|old] [--only new]"""
 import cProfile
 import io
 import os
@@ -160,8 +163,11 @@ def main():
         times = {"old": [], "new": []}
         profile = cProfile.Profile() if prof_of else None
         mismatches = 0
+        only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
         for k in range(rounds + 2):
             first, second = ("old", "new") if k % 2 == 0 else ("new", "old")
+            if only:
+                first = second = only
             ms1, state1 = round_(user_id, seg_row, k, first, keep=False,
                                  profile=profile if first == prof_of and k >= 2 else None)
             ms2, state2 = round_(user_id, seg_row, k, second, keep=True,
@@ -171,16 +177,25 @@ def main():
             if k >= 2:  # two warm-up rounds
                 times[first].append(ms1)
                 times[second].append(ms2)
+        if only:
+            print(f"N={n} rounds={rounds}: {only} {statistics.median(times[only]):.2f} ms "
+                  f"(mean {statistics.mean(times[only]):.2f})")
+        else:
+            report(times, mismatches, n, rounds, seg_node)
+        if profile is not None:
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("cumtime").print_stats(35)
+            print(out.getvalue())
+
+
+def report(times, mismatches, n, rounds, seg_node):
+    if True:
         (cid, block), node = slow_segment_cid(seg_node.pk)
         assert (cid, block) == (node.cid, bytes(node.block)), "segment differs from its from-scratch block"
         old_ms, new_ms = statistics.median(times["old"]), statistics.median(times["new"])
         print(f"N={n} rounds={rounds}: old {old_ms:.2f} ms  new {new_ms:.2f} ms  new/old {new_ms / old_ms:.3f}  "
               f"(means {statistics.mean(times['old']):.2f} / {statistics.mean(times['new']):.2f})  "
               f"state mismatches {mismatches}  segment == from scratch: True")
-        if profile is not None:
-            out = io.StringIO()
-            pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(35)
-            print(out.getvalue())
 
 
 main()
