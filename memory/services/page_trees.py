@@ -23,21 +23,25 @@ def pages_root(*, user_id: int, node_pk: int, moved: Mapping[int, str] | None = 
     pages' CIDs changed."""
     moved = moved or {}
     last = (MemoryChunk.objects.filter(node_id=node_pk, height=0).order_by("-index")
-            .values_list("index", "last_edge").first())
+            .values_list("index", "first_edge", "last_edge").first())
     if last is None:
         return _rebuild(user_id, node_pk, moved)
+    first_leaf, first_edge, last_edge = last
     dirty_edge = min(changed_edges, default=None)
-    first_leaf = None
-    if dirty_edge is not None:
-        first_leaf = (MemoryChunk.objects.filter(node_id=node_pk, height=0, first_edge__lte=dirty_edge)
-                      .order_by("-first_edge").values_list("index", flat=True).first()) or 0
-    if first_leaf != 0 and MemoryEdge.objects.filter(user_id=user_id, source_id=node_pk, relation=CONTAINS,
-                                                     id__gt=last[1]).exists():
-        first_leaf = last[0] if first_leaf is None else min(first_leaf, last[0])
-    if first_leaf is None:
+    if dirty_edge is not None and dirty_edge < first_edge:  # a page of an earlier leaf moved
+        earlier = (MemoryChunk.objects.filter(node_id=node_pk, height=0, first_edge__lte=dirty_edge)
+                   .order_by("-first_edge").values_list("index", "first_edge").first())
+        if earlier is None:
+            return _rebuild(user_id, node_pk, moved)
+        first_leaf, first_edge = earlier
+    # The last leaf's edges and any after it in one read: what joined is what follows its last edge.
+    ids, entries = _tail(user_id, node_pk, first_edge, moved)
+    if not ids or ids[0] != first_edge:  # the leaf's first edge is gone
+        return _rebuild(user_id, node_pk, moved)
+    if dirty_edge is None and ids[-1] <= last_edge:  # no page joined, none moved
         return MemoryChunk.objects.filter(node_id=node_pk).order_by("-height").values_list("cid", flat=True)[0]
     try:
-        return _grow(user_id, node_pk, first_leaf, moved)
+        return _grow(user_id, node_pk, first_leaf, ids, entries)
     except TreeError:  # stored chunks that do not fit what the edges say: built whole
         return _rebuild(user_id, node_pk, moved)
 
@@ -57,11 +61,8 @@ def _tail(user_id: int, node_pk: int, from_edge: int, moved: Mapping[int, str]) 
     return ids, entries
 
 
-def _grow(user_id: int, node_pk: int, first_leaf: int, moved: Mapping[int, str]) -> str:
-    first_edge = MemoryChunk.objects.get(node_id=node_pk, height=0, index=first_leaf).first_edge
-    ids, entries = _tail(user_id, node_pk, first_edge, moved)
-    if not ids or ids[0] != first_edge:
-        raise TreeError("the leaf's first edge is gone")
+def _grow(user_id: int, node_pk: int, first_leaf: int, ids: list[int], entries: list) -> str:
+    """The tree again from `first_leaf`, whose edges and those after it are `ids` and `entries`."""
     wanted = {(height, first_leaf // FANOUT ** height) for height in range(1, 8)}
     stored = MemoryChunk.objects.filter(node_id=node_pk, height__gte=1).filter(
         index__in={index for _height, index in wanted}).values_list("height", "index", "block")

@@ -10,12 +10,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from memory.engine.content_ids import content_block
 from memory.engine.ipld import block_cid, node_decode
-from memory.engine.page_list import PAGES, bound, tree_entries
+from memory.engine.page_list import PAGES, bound, tree_build, tree_entries
 from memory.models import MemoryAlias, MemoryChunk, MemoryEdge, MemoryNode
 from memory.services import graph
+from memory.services.page_trees import pages_root
 from memory.services.portable import memory_export, memory_import
 
 pytestmark = [pytest.mark.usefixtures("memory_env")]
@@ -67,6 +70,24 @@ def test_a_page_joining_a_segment_of_2000_readdresses_a_chunk_a_height(make_user
     assert 1 <= len(new_chunks) <= bound(2000) == 3  # the last leaf, its parent, the root
     assert moved == {seg.pk}
     assert_tree_verifies(seg)
+
+
+def test_a_page_joining_costs_the_tree_four_statements_whatever_its_size(make_user):
+    """The last leaf; its edges and the new one's; the chunks above it; one upsert. With nothing
+    new, the stored root (three)."""
+    user = make_user()
+    seg = _segment(user, 2000)
+    edge = MemoryEdge.objects.create(user=user, source=seg, target=_pages(user, 2000, 1)[0], relation="contains")
+    with transaction.atomic():  # as graph calls it, inside re-addressing's transaction
+        with CaptureQueriesContext(connection) as joined:
+            root = pages_root(user_id=user.pk, node_pk=seg.pk)
+        with CaptureQueriesContext(connection) as moved:  # the page that joined got its CID in the same pass
+            assert pages_root(user_id=user.pk, node_pk=seg.pk, changed_edges=[edge.pk]) == root
+        with CaptureQueriesContext(connection) as unchanged:
+            assert pages_root(user_id=user.pk, node_pk=seg.pk) == root
+    assert (len(joined), len(moved), len(unchanged)) == (4, 4, 3)
+    held = MemoryEdge.objects.filter(source=seg, relation="contains").order_by("pk")
+    assert root == tree_build(list(held.values_list("weight", "target__cid"))).root
 
 
 def test_the_tree_verifies_after_appends_either_way_and_after_a_removal(make_user):
