@@ -252,6 +252,8 @@ def _new_values(docs, readings: tuple[Reading, ...]) -> list[Reading]:
     I'm now at Northgate Pharmacy") or taking up work ("started a new job, I'm at Globex now"): a
     clause of the person's own, neither negated nor past, that places them now, read as that kind,
     where the statement names no value of it."""
+    if not any(r.ended for r in readings) and not any(t.lemma_.lower() in _POSTS for doc in docs for t in doc):
+        return []  # most statements: nothing ended, no work taken up, so no clause is read again
     found = []
     parts = [c for doc in docs for sent in doc.sents for c in clauses(sent)]
     for slot, preps in _PLACED_BY.items():
