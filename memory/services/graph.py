@@ -136,15 +136,18 @@ def _closure_read(closure: set[int]) -> tuple[dict[int, _Row], dict[int, list[tu
     edges: dict[int, list[tuple[str, float, int, str]]] = {pk: [] for pk in closure}
     held: dict[int, list[tuple[int, int]]] = {}
     with connection.cursor() as cursor:
-        for chunk in _chunks(closure):
+        for chunk in _chunks(closure, CHUNK // 2):  # the edges' read binds each id twice
             marks = ", ".join(["%s"] * len(chunk))
             cursor.execute(f"SELECT id, user_id, kind, object_id, cid, block FROM {node_table} "
                            f"WHERE id IN ({marks})", chunk)
             nodes.update((row[0], _Row(*row[:5], bytes(row[5]))) for row in cursor.fetchall())
-            cursor.execute(f"SELECT e.source_id, e.relation, e.weight, e.target_id, n.cid FROM {edge_table} e "
-                           f"JOIN {node_table} n ON n.id = e.target_id WHERE e.source_id IN ({marks}) "
-                           f"AND e.relation <> %s ORDER BY n.cid",  # names follow the CIDs' order
-                           [*chunk, CONTAINS])
+            # Two ranges around `contains` on (source, relation): `<>` would walk a segment's every entry.
+            around = " UNION ALL ".join(
+                f"SELECT source_id, relation, weight, target_id FROM {edge_table} "
+                f"WHERE source_id IN ({marks}) AND relation {op} %s" for op in "<>")
+            cursor.execute(f"SELECT e.source_id, e.relation, e.weight, e.target_id, n.cid FROM ({around}) e "
+                           f"JOIN {node_table} n ON n.id = e.target_id ORDER BY n.cid",  # names follow the CIDs' order
+                           [*chunk, CONTAINS, *chunk, CONTAINS])
             for source, relation, weight, target, target_cid in cursor.fetchall():
                 edges[source].append((relation, weight, target, target_cid))
             cursor.execute(f"SELECT source_id, id, target_id FROM {edge_table} WHERE target_id IN ({marks}) "
@@ -210,8 +213,8 @@ def _readdress_write(changed: list[tuple[_Row, str, bytes, str]]) -> None:
 def _edges(node: MemoryNode, moved: int | None = None) -> list[tuple[str, float, str]]:
     """The node's outgoing edges as (relation, weight, target CID): what its dependencies are named
     from; a segment's pages as its tree's root (`moved`: a node that just got a new CID)."""
-    edges = list(MemoryEdge.objects.filter(source=node).exclude(relation=CONTAINS)
-                 .values_list("relation", "weight", "target__cid"))
+    out = MemoryEdge.objects.filter(source=node).values_list("relation", "weight", "target__cid")
+    edges = list(out.filter(relation__lt=CONTAINS).union(out.filter(relation__gt=CONTAINS), all=True))
     if node.kind == MemoryNode.Kind.SEGMENT:
         changed = MemoryEdge.objects.filter(source=node, relation=CONTAINS, target_id=moved).values_list(
             "id", flat=True) if moved is not None else []
