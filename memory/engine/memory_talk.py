@@ -248,7 +248,7 @@ def correction_parts(statement: str) -> tuple[str, str]:
     clauses = [c.strip(" ,;.!") for c in re.split(r"[,;]|\s+but\s+|\s+—\s+|\s+-\s+", statement) if c.strip(" ,;.!")]
     positive = [c for c in clauses if not _NEGATIVE_CLAUSE.search(c)]
     negative = [c for c in clauses if _NEGATIVE_CLAUSE.search(c)]
-    new = ", ".join(positive) if positive else statement.strip(" .!")
+    new = ". ".join(positive) if positive else statement.strip(" .!")  # each clause read as a sentence
     denied = [r.ended for c in negative for r in read(c) if r.ended] + [
         " ".join(t.stem for t in content_terms(c) if t.proper or t.stem[:1].isdigit()) for c in negative]
     denied += [re.sub(r"^not\s+(?:the\s+)?", "", c, flags=re.I).lower() for c in negative

@@ -228,6 +228,10 @@ def read(text: str) -> tuple[Reading, ...]:
     for reading in _new_values(docs, tuple(found.values())):
         found = {key: r for key, r in found.items() if not (r.slot == "other" and r.clause == reading.clause)}
         found.setdefault((reading.text.lower(), reading.slot), reading)
+    # "it's hazelnuts I'm allergic to, I got muddled…" parsed wrong reads "User is allergic to": a fact
+    # that ends on a preposition the parse left without its object says nothing and is not kept.
+    stranded = {t.lower_ for doc in docs for t in doc if t.dep_ == "prep" and not any(t.children)}
+    found = {key: r for key, r in found.items() if r.text.split()[-1].lower() not in stranded}
     # "Sorry, that was autocorrect — my mum's name is Rita": a change word anywhere speaks for every part
     changed = any({t.lemma_.lower() for t in doc} & lx.CHANGE_WORDS for doc in docs)
     return tuple(replace(r, change=r.change or changed) for r in found.values())
