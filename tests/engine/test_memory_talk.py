@@ -82,6 +82,13 @@ def test_a_correction_names_the_new_value_and_the_old_one():
     assert not contradicts("I live in Porto", "I live in Porto now")
 
 
+def test_a_correction_in_two_clauses_keeps_the_fact_of_each():
+    """Joined back with a comma, the first clause's cleft was lost: "User is allergic to"."""
+    new, old = correction_parts("it's hazelnuts I'm allergic to — I got muddled with my son's allergy")
+    assert (new, old) == ("it's hazelnuts I'm allergic to. I got muddled with my son's allergy", "")
+    assert third_person(new) == "User is allergic to hazelnuts"
+
+
 def test_statements_turn_into_facts_and_back():
     assert third_person("I live in Porto") == "User lives in Porto"
     assert third_person("I'm vegetarian") == "User is vegetarian"
