@@ -258,3 +258,20 @@ def test_a_cleft_is_read_in_its_plain_order(statement, fact):
 @pytest.mark.parametrize("statement", ["It's a shame I can't come.", "It's raining.", "It's my birthday today."])
 def test_what_only_looks_like_a_cleft_is_not_rewritten(statement):
     assert _unclefted(parse(statement)) == ""
+
+
+def test_no_fact_ends_on_a_preposition_left_without_its_object():
+    """A comma splice loses the cleft's focus: "User is allergic to" was kept and answered."""
+    said = facts("it's hazelnuts I'm allergic to, I got muddled with my son's allergy")
+    assert "User is allergic to" not in said
+    assert not [fact for fact in said if fact.split()[-1] in ("to", "with", "of", "at", "in")]
+
+
+@pytest.mark.parametrize("statement", ["Grumpy as a wet cat tonight, don't mind me.", "Hungry as a wolf today"])
+def test_a_likeness_tells_no_kind(statement):
+    """ "as a wet cat" is a mood, not a pet: a word in a comparison names nothing the person has."""
+    assert read(statement) == ()
+
+
+def test_a_likeness_leaves_a_plain_mention_alone():
+    assert kinds("penicillin allergy fyi") == ["allergy"]

@@ -87,6 +87,7 @@ _TOLD_BY_A_WORD = (("allergy", lx.ALLERGY), ("health", lx.HEALTH), ("diet", froz
                    ("activity", lx.HOBBY), ("education", lx.EDUCATION), ("work", lx.OCCUPATIONS))
 _OTHER_PEOPLE = frozenset({"he", "she", "they", "him", "her", "them", "his", "their"})
 _NEGATIONS = frozenset({"not", "n't", "never", "no", "nobody", "none", "nothing", "nor"})
+_LIKENESS = frozenset({"as", "like", "than"})
 
 
 def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
@@ -110,7 +111,9 @@ def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
         if unasserted(clause) or passing(clause, sent) or imperative(clause) or (
                 tense_of(clause) == "future" and not entities(clause, "DATE", "TIME")):
             return None
-    lemmas = {t.lemma_.lower() for t in words} | lowered
+    # A word in a likeness ("grumpy as a wet cat", "sleeping like a baby") tells no kind.
+    telling = [t for t in words if not any(a.dep_ == "prep" and a.lower_ in _LIKENESS for a in t.ancestors)]
+    lemmas = {t.lemma_.lower() for t in telling} | {t.lower_ for t in telling}
     slot = next((kind for kind, vocabulary in _TOLD_BY_A_WORD if lemmas & vocabulary), "")
     if not slot and by_word:
         return None
