@@ -241,14 +241,16 @@ def choose(answer: str, labels: Sequence[str]) -> list[int] | None:
 _NEGATIVE_CLAUSE = re.compile(r"\bnot\b|n't\b|\bnever\b|\bno longer\b", re.I)
 
 
-def correction_parts(statement: str) -> tuple[str, str]:
+def correction_parts(statement: str, *, sentences: bool = False) -> tuple[str, str]:
     """A correction's new statement and the words that name the old value: "I don't live in Lyon,
     I live in Porto" -> ("I live in Porto", "lyon"); "my dog is called Rex, not Max" -> ("my dog is
     called Rex", "max"); "I live in Porto" -> ("I live in Porto", "")."""
     clauses = [c.strip(" ,;.!") for c in re.split(r"[,;]|\s+but\s+|\s+—\s+|\s+-\s+", statement) if c.strip(" ,;.!")]
     positive = [c for c in clauses if not _NEGATIVE_CLAUSE.search(c)]
     negative = [c for c in clauses if _NEGATIVE_CLAUSE.search(c)]
-    new = ". ".join(positive) if positive else statement.strip(" .!")  # each clause read as a sentence
+    # `sentences`: the clauses read one by one, as the fact a correction stores is ("it's hazelnuts
+    # I'm allergic to — I got muddled…" joined by a comma loses the cleft's focus).
+    new = (". " if sentences else ", ").join(positive) if positive else statement.strip(" .!")
     denied = [r.ended for c in negative for r in read(c) if r.ended] + [
         " ".join(t.stem for t in content_terms(c) if t.proper or t.stem[:1].isdigit()) for c in negative]
     denied += [re.sub(r"^not\s+(?:the\s+)?", "", c, flags=re.I).lower() for c in negative

@@ -199,7 +199,7 @@ def _correct(user, page: DialoguePage, target: str, *, soft: bool = False) -> Ta
     denied = _denied(user, page, target)
     if denied is not None:
         return denied
-    new, old_value = talk.correction_parts(target)
+    new, old_value = talk.correction_parts(target, sentences=True)
     statements, _, _ = _statements(user, page, talk.topic_words(new) | frozenset(old_value.split()))
     current = {f.id for f in facts_known(user=user)[0]}
     found = [c for c in statements if (c.kind != "fact" or c.ident in current)

@@ -84,7 +84,7 @@ def test_a_correction_names_the_new_value_and_the_old_one():
 
 def test_a_correction_in_two_clauses_keeps_the_fact_of_each():
     """Joined back with a comma, the first clause's cleft was lost: "User is allergic to"."""
-    new, old = correction_parts("it's hazelnuts I'm allergic to — I got muddled with my son's allergy")
+    new, old = correction_parts("it's hazelnuts I'm allergic to — I got muddled with my son's allergy", sentences=True)
     assert (new, old) == ("it's hazelnuts I'm allergic to. I got muddled with my son's allergy", "")
     assert third_person(new) == "User is allergic to hazelnuts"
 
@@ -101,3 +101,4 @@ def test_numbers_are_part_of_what_a_target_names():
     seven, seventeen = Candidate("page", "7", "I cooked dish number 7."), Candidate("page", "17", "I cooked dish 17.")
     assert [[c.ident for c in g.members] for g in group("dish number 7", [seven, seventeen])] == [["7"]]
     assert choose("yes, please", ["a"]) == [0]
+
