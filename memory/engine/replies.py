@@ -43,6 +43,9 @@ _RANKED_KINDS = ("turn", "mtm_page", "memoria_page")
 # its golden retriever answer score 0.55; unrelated pairs of the same person score under 0.25.
 _SEMANTIC_FLOOR = 0.35
 _MIN_TERMS = 2
+# A sentence of one word that says something is on topic by meaning alone where the meaning is
+# plain: "I'm divorced" to "What's my marital status?" scores 0.55.
+_CLEAR_FLOOR = 0.5
 _ALSO_RATIO = 0.8  # further memories are cited only when nearly as relevant as the best
 _MAX_CITED = 3
 _STALE_WEIGHT = 0.5  # a sentence stating a superseded memory's value, for a question about now
@@ -233,7 +236,8 @@ def gather_evidence(message: str, items: Sequence[RecalledItem], *, query_terms:
                 lexical = _weighted(shared) / _weighted(query_terms) if query_terms else 0.0
                 strong = len((shared & terms) - _FRAME_WORDS)  # who said it is no answer by itself
                 # Meaning alone vouches only for words that say something ("Wow, Mel!" does not).
-                on_topic = semantic >= _SEMANTIC_FLOOR and len(terms) >= _MIN_TERMS
+                on_topic = semantic >= _SEMANTIC_FLOOR and len(terms) >= _MIN_TERMS or (
+                    semantic >= _CLEAR_FLOOR and terms)
                 about_file = speaker == _ATTACHED and bool(_ASKS_FILE.search(message))
                 if not (strong or on_topic or about_file or item.kind == "profile" and shared):
                     continue

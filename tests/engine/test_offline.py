@@ -204,6 +204,22 @@ def test_a_question_about_the_person_themself_is_answered_from_the_profile():
     assert "Biscuit" not in reply
 
 
+# "I'm divorced" has one content word; all-MiniLM-L6-v2 scores its page 0.553 against the question.
+DIVORCED_PAGE = RecalledItem(kind="stm_page", ref="p3", score=1.0, timestamp=MAY_3, breakdown={"similarity": 0.553},
+                             text="User: I'm divorced, have been since 2016. | Assistant: Got it.")
+
+
+def test_a_statement_of_one_word_answers_when_its_meaning_is_plain():
+    reply = compose_reply("What's my marital status?", [DIVORCED_PAGE], **SAM)
+    assert "I'm divorced, have been since 2016." in reply
+
+
+def test_a_statement_of_one_word_is_no_answer_by_a_loose_meaning():
+    page = RecalledItem(kind="stm_page", ref="p3", score=1.0, timestamp=MAY_3, breakdown={"similarity": 0.45},
+                        text="User: I'm divorced, have been since 2016. | Assistant: Got it.")
+    assert "divorced" not in compose_reply("What's my marital status?", [page], **SAM)
+
+
 def test_a_question_without_its_question_mark_is_still_a_question():
     reply = compose_reply("what is my dog called", [NAME_PAGE, DOG_TURN], **SAM)
     assert "Biscuit" in reply and not reply.startswith("Got it")
