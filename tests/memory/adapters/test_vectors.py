@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 
-from memory.adapters.vectors import EdgeVectorIndex, ServerVectorIndex, open_vector_index
+from memory.adapters.vectors import EdgeVectorIndex, ServerVectorIndex, open_vector_index, search_ms_taken
 from memory.engine.ports import VectorIndex, VectorPoint
 from tests.fakes import FakeVectorIndex
 
@@ -349,6 +349,24 @@ def test_text_search_ranks_the_rare_term_first(index: Index) -> None:
     # 6.6 / (3 + 1.2·(0.25 + 0.1)); then 3 tokens (hik trip friend), tf 1.
     assert hits[1].score == pytest.approx(idf(4, 2) * 6.6 / 3.42, rel=1e-3)
     assert hits[2].score == pytest.approx(idf(4, 2) * 2.2 / 1.39, rel=1e-3)
+
+
+@QDRANT
+def test_the_searches_time_is_counted_on_their_thread_and_taken_once(tmp_path: Path) -> None:
+    """bench scale's serial floor: a recall's embedding plus the searches it made, one after another."""
+    edge_index, close = open_index("edge", tmp_path, DIM)
+    try:
+        edge_index.upsert([make_point(n, [1.0, n / 10, 0.0, 0.0], text="hiking boots") for n in range(1, 50)])
+        search_ms_taken()
+        edge_index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=5)
+        edge_index.search_text(user_id="u1", text="boots", limit=5)
+        taken = search_ms_taken()
+        assert taken > 0.0
+        assert search_ms_taken() == 0.0
+        edge_index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=0)  # no search made, none counted
+        assert search_ms_taken() == 0.0
+    finally:
+        close()
 
 
 def test_text_search_filters_and_edge_cases(index: Index) -> None:
