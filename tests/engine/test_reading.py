@@ -275,3 +275,13 @@ def test_a_likeness_tells_no_kind(statement):
 
 def test_a_likeness_leaves_a_plain_mention_alone():
     assert kinds("penicillin allergy fyi") == ["allergy"]
+
+
+@pytest.mark.parametrize(("statement", "fact", "not_fact"), [
+    ("We're moving house in January.", "User is moving house in January", "User lives in January"),
+    ("Starting new job at Infosys from the 1st of next month.", "User works at Infosys", "User works at the 1st"),
+])
+def test_a_time_is_never_a_home_or_an_employer(statement, fact, not_fact):
+    """The noun after "in" or "at" was taken for the place whatever it was: a date is when."""
+    said = facts(statement)
+    assert fact in said and not_fact not in said

@@ -22,12 +22,15 @@ def entities(clause: Clause, *labels: str) -> list[Span]:
     return [e for e in doc.ents if e.label_ in labels and e.start in ids]
 
 
+_WHEN = frozenset({"DATE", "TIME"})
+
+
 def object_of(head: Token, *preps: str) -> Token | None:
     """The noun after one of `preps` ("live in X": X), through the head and its particles."""
     for child in head.children:
         if child.dep_ in ("prep", "agent", "dative") and child.lower_ in preps:
             found = next((c for c in child.children if c.dep_ == "pobj"), None)
-            if found is not None:
+            if found is not None and found.ent_type_ not in _WHEN:  # "moving in January": a time, no place
                 return found
         if child.dep_ in ("advmod", "prt", "acomp", "xcomp") and child.i > head.i:
             found = object_of(child, *preps)
