@@ -285,3 +285,16 @@ def test_a_time_is_never_a_home_or_an_employer(statement, fact, not_fact):
     """The noun after "in" or "at" was taken for the place whatever it was: a date is when."""
     said = facts(statement)
     assert fact in said and not_fact not in said
+
+
+@pytest.mark.parametrize(("statement", "fact"), [
+    ("Not a morning person at all, don't message me before 10.", "User is not a morning person at all"),
+    ("Allergic to penicillin, just so you know.", "User is allergic to penicillin"),
+])
+def test_a_first_part_without_its_verb_is_read_on_its_own(statement, fact):
+    """Chat drops the "I'm" of a first part, and the parse hung it on the clause after the comma."""
+    assert fact in facts(statement)
+
+
+def test_a_subject_set_off_by_commas_is_no_mention_of_its_own():
+    assert facts("My sister, who lives in Leeds, is a nurse.") == ["User's sister works as a nurse in Leeds"]

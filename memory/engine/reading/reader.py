@@ -218,6 +218,24 @@ def _unclefted(doc) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _leading_fragments(docs) -> list[tuple[str, bool]]:
+    """ "Allergic to dust mites, just so you know", "Not a morning person, don't message me before
+    10": chat drops the "I'm" of a first part without a verb, and the parse then hangs it on the
+    clause after the comma; such a part is read again on its own. With it, whether the parse made
+    it the sentence's subject ("My sister, who lives in Leeds, is a nurse"): then it is no mention."""
+    found = []
+    for doc in docs:
+        for sent in doc.sents:
+            comma = next((t.i for t in sent if t.text == ","), None)
+            if comma is None:
+                continue
+            part = doc[sent.start:comma]
+            words = [t for t in part if not t.is_punct]
+            if len(words) >= 2 and not any(t.pos_ in ("VERB", "AUX") for t in part) and not asks(sent):
+                found.append((part.text, any(t.dep_ in SUBJECTS for t in part)))
+    return found
+
+
 @lru_cache(maxsize=8192)
 def read(text: str) -> tuple[Reading, ...]:
     """Everything a statement (or a stored fact) says about the speaker and the people they name."""
@@ -228,6 +246,11 @@ def read(text: str) -> tuple[Reading, ...]:
     for doc in docs:
         for reading in read_doc(doc):
             found.setdefault((reading.text.lower(), reading.slot), reading)
+    for fragment, subject in _leading_fragments(docs):
+        if not any(r.clause and r.clause.strip(" .") in fragment for r in found.values()):
+            for reading in read_doc(parse(fragment + ".")):
+                if not (subject and reading.text.startswith("User mentioned:")):  # "My sister, who … is"
+                    found.setdefault((reading.text.lower(), reading.slot), reading)
     for reading in _new_values(docs, tuple(found.values())):
         found = {key: r for key, r in found.items() if not (r.slot == "other" and r.clause == reading.clause)}
         found.setdefault((reading.text.lower(), reading.slot), reading)
