@@ -298,3 +298,17 @@ def test_a_first_part_without_its_verb_is_read_on_its_own(statement, fact):
 
 def test_a_subject_set_off_by_commas_is_no_mention_of_its_own():
     assert facts("My sister, who lives in Leeds, is a nurse.") == ["User's sister works as a nurse in Leeds"]
+
+
+@pytest.mark.parametrize(("statement", "name"), [
+    ("Call me Kenji.", "Kenji"),
+    ("Call me Bongani, Bo for short.", "Bongani"),
+])
+def test_call_me_at_the_start_names_the_person(statement, name):
+    """A sentence opening on a bare verb was taken for a request: "Call me Kenji" names them."""
+    assert f"User's name is {name}" in facts(statement)
+
+
+@pytest.mark.parametrize("statement", ["Call me a taxi.", "Call me when you're free."])
+def test_call_me_asking_something_names_no_one(statement):
+    assert not [fact for fact in facts(statement) if "name" in fact]
