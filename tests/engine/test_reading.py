@@ -10,7 +10,7 @@ import pytest
 
 from memory.engine.language import parse
 from memory.engine.reading import SELF, kept_back, normalise_statement, read
-from memory.engine.reading.reader import _unclefted
+from memory.engine.reading.reader import _so_set_off, _unclefted
 from memory.engine.wording import to_person, to_stored
 
 
@@ -312,3 +312,13 @@ def test_call_me_at_the_start_names_the_person(statement, name):
 @pytest.mark.parametrize("statement", ["Call me a taxi.", "Call me when you're free."])
 def test_call_me_asking_something_names_no_one(statement):
     assert not [fact for fact in facts(statement) if "name" in fact]
+
+
+def test_a_so_without_its_comma_still_links_two_clauses():
+    """The parse ran "I have a Vitamix so smoothie recipes are fine" into one clause and read nothing."""
+    assert "User has a Vitamix" in facts("I have a Vitamix so smoothie recipes are fine")
+
+
+@pytest.mark.parametrize("statement", ["I'm so happy today", "I think so too"])
+def test_a_so_that_links_nothing_is_left_alone(statement):
+    assert _so_set_off(parse(statement)) == ""

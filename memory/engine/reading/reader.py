@@ -218,6 +218,24 @@ def _unclefted(doc) -> str:
     return text[:1].upper() + text[1:]
 
 
+_SO_NOT_A_LINK = frozenset({"that", "much", "many", "far", "long", "too", "so"})
+
+
+def _so_set_off(doc) -> str:
+    """ "I have a Vitamix so smoothie recipes are fine": chat leaves out the comma before "so", and
+    the parse runs the two clauses into one; the text with the comma put back, or "" when there is
+    no such "so" ("so happy", "so much" and "so that" say something else)."""
+    out, fixed = [], False
+    for token in doc:
+        after = doc[token.i + 1] if token.i + 1 < len(doc) else None
+        if token.lower_ == "so" and token.i > 0 and not doc[token.i - 1].is_punct and after is not None \
+                and after.pos_ not in ("ADJ", "ADV", "PUNCT") and after.lower_ not in _SO_NOT_A_LINK:
+            out.append(", ")
+            fixed = True
+        out.append(token.text_with_ws)
+    return "".join(out).replace(" , ", ", ") if fixed else ""
+
+
 def _leading_fragments(docs) -> list[tuple[str, bool]]:
     """ "Allergic to dust mites, just so you know", "Not a morning person, don't message me before
     10": chat drops the "I'm" of a first part without a verb, and the parse then hangs it on the
@@ -244,7 +262,10 @@ def read(text: str) -> tuple[Reading, ...]:
     docs = [parse(again) if (again := _repaired(doc)) else doc for doc in docs]
     docs = [parse(again) if (again := _unclefted(doc)) else doc for doc in docs]
     for doc in docs:
-        for reading in read_doc(doc):
+        readings = read_doc(doc)
+        if not readings and (again := _so_set_off(doc)):
+            readings = read_doc(parse(again))
+        for reading in readings:
             found.setdefault((reading.text.lower(), reading.slot), reading)
     for fragment, subject in _leading_fragments(docs):
         if not any(r.clause and r.clause.strip(" .") in fragment for r in found.values()):
