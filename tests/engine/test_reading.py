@@ -322,3 +322,9 @@ def test_a_so_without_its_comma_still_links_two_clauses():
 @pytest.mark.parametrize("statement", ["I'm so happy today", "I think so too"])
 def test_a_so_that_links_nothing_is_left_alone(statement):
     assert _so_set_off(parse(statement)) == ""
+
+
+def test_a_mention_keeps_the_no_that_negates_it():
+    """ "No meat for me" was kept as "User mentioned: meat for User": the opposite of what was said."""
+    assert facts("No meat for me.") == ["User mentioned: No meat for User"]
+    assert to_person("User mentioned: No meat for User") == "You mentioned: No meat for you"

@@ -117,7 +117,8 @@ def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
     slot = next((kind for kind, vocabulary in _TOLD_BY_A_WORD if lemmas & vocabulary), "")
     if not slot and by_word:
         return None
-    start = next((t for t in words if t.lower_ not in DROP_LEADS), None)
+    # "No meat for me": a "no" that qualifies the noun is the statement's, not a lead to drop
+    start = next((t for t in words if t.lower_ not in DROP_LEADS or t.lower_ == "no" and t.dep_ == "det"), None)
     said = sent.doc[start.i:sent.end].text.strip(" .!,") if start is not None else ""
     said = re.sub(r"\b(?:i|I)\b", "User", re.sub(r"\b(?:my|My|our|Our)\b", "their", said.strip()))
     said = re.sub(r"\b(?:me|us|myself)\b", "User", said)
