@@ -328,3 +328,9 @@ def test_a_mention_keeps_the_no_that_negates_it():
     """ "No meat for me" was kept as "User mentioned: meat for User": the opposite of what was said."""
     assert facts("No meat for me.") == ["User mentioned: No meat for User"]
     assert to_person("User mentioned: No meat for User") == "You mentioned: No meat for you"
+
+
+def test_a_pet_named_with_be_is_one_fact():
+    """ "My dog is Rex" was kept twice: "User has a dog named Rex" and "User's dog is Rex"."""
+    assert facts("My dog is Rex.") == ["User has a dog named Rex"]
+    assert facts("My dog Rex is a beagle.") == ["User's dog Rex is a beagle"]

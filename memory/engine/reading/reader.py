@@ -68,9 +68,10 @@ def read_doc(doc) -> tuple[Reading, ...]:
             if asked is not None and clause.head.i > asked.i and asked in clause.head.ancestors:
                 continue  # "explain compound interest like I'm 10": what a request says is no statement
             for reading in read_clause(clause, sent):
-                if reading.slot in named and reading.slot in ("pet", "partner") and reading.subject == SELF \
-                        and clause.head.lemma_ in ("call", "name", "have", "get", "adopt"):
-                    continue  # "my dog is called Rex", "I have a dog named Rex": the named pet is the fact
+                if reading.slot in named and reading.slot in ("pet", "partner") and reading.subject == SELF and (
+                        clause.head.lemma_ in ("call", "name", "have", "get", "adopt") or clause.head.lemma_ == "be"
+                        and any(c.dep_ == "attr" and c.pos_ == "PROPN" for c in clause.head.children)):
+                    continue  # "my dog is called Rex", "my dog is Rex": the named pet is the fact
                 if reading.text.lower() in said:
                     continue
                 found.setdefault((reading.text.lower(), reading.slot), reading)
