@@ -334,3 +334,18 @@ def test_a_pet_named_with_be_is_one_fact():
     """ "My dog is Rex" was kept twice: "User has a dog named Rex" and "User's dog is Rex"."""
     assert facts("My dog is Rex.") == ["User has a dog named Rex"]
     assert facts("My dog Rex is a beagle.") == ["User's dog Rex is a beagle"]
+
+
+@pytest.mark.parametrize("statement", ["asthma since i was a kid lol always got my inhaler on me",
+                                       "i'm having asthma since i was small"])
+def test_a_time_of_life_is_no_fact_of_its_own(statement):
+    """ "since I was a kid" was kept as "User was a kid", a family fact."""
+    said = facts(statement)
+    assert "User was a kid" not in said and "User was small" not in said
+    assert any("asthma" in fact for fact in said)
+
+
+def test_a_mention_in_the_first_person_agrees_with_its_verb():
+    """ "I am having diabetes" was kept as "User am having diabetes"."""
+    assert facts("I am having diabetes type 2 since 2019.") == [
+        "User mentioned: User is having diabetes type 2 since 2019"]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .. import lexicon as lx
 from ..language import parse, parse_all
 from ..text import clean_text, split_sentences
+from ..wording import to_stored
 from .clauses import DROP_LEADS, PRONOUNS_SELF, SELF, SUBJECTS, Reading, asks, clauses, is_negated, tense_of, unasserted
 from .kinds import entities, object_of, phrase, value_of
 from .people import identity_in, people_in
@@ -67,6 +68,8 @@ def read_doc(doc) -> tuple[Reading, ...]:
         for clause in parts:
             if asked is not None and clause.head.i > asked.i and asked in clause.head.ancestors:
                 continue  # "explain compound interest like I'm 10": what a request says is no statement
+            if _a_time_of_life(clause.head):
+                continue  # "asthma since I was a kid": when, not a fact of its own
             for reading in read_clause(clause, sent):
                 if reading.slot in named and reading.slot in ("pet", "partner") and reading.subject == SELF and (
                         clause.head.lemma_ in ("call", "name", "have", "get", "adopt") or clause.head.lemma_ == "be"
@@ -80,6 +83,15 @@ def read_doc(doc) -> tuple[Reading, ...]:
             if mentioned is not None:
                 found.setdefault((mentioned.text.lower(), mentioned.slot), mentioned)
     return tuple(found.values())
+
+
+_WHEN_MARKS = frozenset({"since", "when", "while", "until", "till", "before", "after", "as"})
+
+
+def _a_time_of_life(head) -> bool:
+    """ "since I was a kid", "when I was small": a past "be" under a mark of time says when."""
+    return head.lemma_ == "be" and head.tag_ == "VBD" and head.dep_ in ("advcl", "pcomp") and any(
+        c.dep_ == "mark" and c.lower_ in _WHEN_MARKS for c in head.children)
 
 
 # Kinds that a word alone is enough to tell, in a sentence the parse could not read into a clause.
@@ -121,6 +133,7 @@ def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
     # "No meat for me": a "no" that qualifies the noun is the statement's, not a lead to drop
     start = next((t for t in words if t.lower_ not in DROP_LEADS or t.lower_ == "no" and t.dep_ == "det"), None)
     said = sent.doc[start.i:sent.end].text.strip(" .!,") if start is not None else ""
+    said = to_stored(said) if said[:2].lower() in ("i ", "i'") else said  # "User is having …", not "User am"
     said = re.sub(r"\b(?:i|I)\b", "User", re.sub(r"\b(?:my|My|our|Our)\b", "their", said.strip()))
     said = re.sub(r"\b(?:me|us|myself)\b", "User", said)
     if len(said.split()) < 1:
