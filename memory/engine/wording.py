@@ -67,24 +67,28 @@ def to_stored(text: str) -> str:
     said = " ".join(text.split()).rstrip(".!")
     if re.search(r"\bUser\b", said):
         return said
-    lowered = said.lower()
-    for lead, stored in _STORED_LEADS.items():
-        if lowered == lead or lowered.startswith(lead + " "):
-            said = stored + said[len(lead):]
-            break
-    else:
-        lead = re.match(r"^(?:you|i)\s+([a-z]+)\b", said, re.I)
-        if lead:
-            verb = lead.group(1).lower()
-            tag = parse(f"I {verb} it.")[1].tag_  # "left" stays, "live" takes its s
-            said = f"User {verb if verb in _MODALS or tag in ('VBD', 'VBN', 'MD') else _third(verb)}" \
-                   f"{said[lead.end():]}"
+    said = stored_lead(said)
     def owner(match: re.Match[str]) -> str:  # "their" once "User" is said, else "User's"
         return "their" if "User" in said[:match.start()] else "User's"
 
     said = re.sub(r"\b(?:your|my)\b", owner, said, flags=re.I)
     said = re.sub(r"\b(?:yourself|myself)\b", "themselves", said, flags=re.I)
     return re.sub(r"\b(?:you|me)\b", "User", said, flags=re.I)
+
+
+def stored_lead(text: str) -> str:
+    """The subject a text opens with, "I" or "you", as "User" with its verb agreeing ("I am having
+    …" → "User is having …", "you live …" → "User lives …"); the rest of the text as it is."""
+    lowered = text.lower()
+    for lead, stored in _STORED_LEADS.items():
+        if lowered == lead or lowered.startswith(lead + " "):
+            return stored + text[len(lead):]
+    lead = re.match(r"^(?:you|i)\s+([a-z]+)\b", text, re.I)
+    if not lead:
+        return text
+    verb = lead.group(1).lower()
+    tag = parse(f"I {verb} it.")[1].tag_  # "left" stays, "live" takes its s
+    return f"User {verb if verb in _MODALS or tag in ('VBD', 'VBN', 'MD') else _third(verb)}{text[lead.end():]}"
 
 
 def _third(verb: str) -> str:

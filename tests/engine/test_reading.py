@@ -349,3 +349,10 @@ def test_a_mention_in_the_first_person_agrees_with_its_verb():
     """ "I am having diabetes" was kept as "User am having diabetes"."""
     assert facts("I am having diabetes type 2 since 2019.") == [
         "User mentioned: User is having diabetes type 2 since 2019"]
+
+
+def test_a_mention_keeps_the_you_it_says_to_the_assistant():
+    """Only the opening "I" is the person's verb to agree: "you" further on is the assistant, where
+    wording.to_stored, made for text said to the person, would read it as them."""
+    assert facts("I am having diabetes type 2 since 2019, as I told you.") == [
+        "User mentioned: User is having diabetes type 2 since 2019, as User told you"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .. import lexicon as lx
 from ..language import parse, parse_all
 from ..text import clean_text, split_sentences
-from ..wording import to_stored
+from ..wording import stored_lead
 from .clauses import DROP_LEADS, PRONOUNS_SELF, SELF, SUBJECTS, Reading, asks, clauses, is_negated, tense_of, unasserted
 from .kinds import entities, object_of, phrase, value_of
 from .people import identity_in, people_in
@@ -133,7 +133,8 @@ def _mentioned(sent: Span, *, by_word: bool = True) -> Reading | None:
     # "No meat for me": a "no" that qualifies the noun is the statement's, not a lead to drop
     start = next((t for t in words if t.lower_ not in DROP_LEADS or t.lower_ == "no" and t.dep_ == "det"), None)
     said = sent.doc[start.i:sent.end].text.strip(" .!,") if start is not None else ""
-    said = to_stored(said) if said[:2].lower() in ("i ", "i'") else said  # "User is having …", not "User am"
+    # "I am having …" opens as "User is having …", not "User am"; "you" further on is the assistant
+    said = stored_lead(said) if said[:2].lower() in ("i ", "i'") else said
     said = re.sub(r"\b(?:i|I)\b", "User", re.sub(r"\b(?:my|My|our|Our)\b", "their", said.strip()))
     said = re.sub(r"\b(?:me|us|myself)\b", "User", said)
     if len(said.split()) < 1:
