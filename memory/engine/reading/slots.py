@@ -105,7 +105,7 @@ def _slot_reading(clause: Clause, whose: str, slot: str, sent: Span) -> Reading 
     if slot == "employer":
         verb = kind_verb(clause)
         org = employer_of(verb) or object_of(head, "at", "for", "with")
-        if org is None or org.ent_type_ in ("DATE", "TIME"):  # "a new job from the 1st": when, not where
+        if org is None:
             return None
         said = phrase(org)
         if verb.lemma_ in ("leave", "quit", "resign", "lose", "lay", "fire", "sack"):
