@@ -118,11 +118,11 @@ def people_in(sent: Span) -> Iterator[Reading]:
 
 def identity_in(sent: Span) -> Iterator[Reading]:
     """A name ("I'm Marguerite", "my name's Bart", "call me Kenji") and an age ("I'm 34")."""
+    if sent[0].lemma_.lower() in lx.REQUEST_VERBS and sent[0].lower_ == sent[0].lemma_.lower() and not (
+            sent[0].lower_ == "call" and len(sent) > 2 and sent[1].lower_ == "me"):  # "Call me Kenji" names
+        return  # "explain compound interest like I'm 10"
     for token in sent:
         name = None
-        if sent[0].lemma_.lower() in lx.REQUEST_VERBS and sent[0].lower_ == sent[0].lemma_.lower() and not (
-                sent[0].lower_ == "call" and len(sent) > 2 and sent[1].lower_ == "me"):  # "Call me Kenji" names
-            return  # "explain compound interest like I'm 10"
         if token.lemma_ == "be" and subject_of(token) is not None and subject_of(token).lower_ == "i":
             attr = next((c for c in token.children if c.dep_ == "attr"), None)
             if attr is not None and attr.pos_ == "PROPN" and attr.ent_type_ in ("PERSON", ""):
