@@ -317,6 +317,8 @@ def test_call_me_asking_something_names_no_one(statement):
 def test_a_so_without_its_comma_still_links_two_clauses():
     """The parse ran "I have a Vitamix so smoothie recipes are fine" into one clause and read nothing."""
     assert "User has a Vitamix" in facts("I have a Vitamix so smoothie recipes are fine")
+    assert _so_set_off(parse("I have a Vitamix so smoothie recipes are fine")) == (
+        "I have a Vitamix, so smoothie recipes are fine")
 
 
 @pytest.mark.parametrize("statement", ["I'm so happy today", "I think so too"])

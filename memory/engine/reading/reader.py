@@ -246,10 +246,10 @@ def _so_set_off(doc) -> str:
         after = doc[token.i + 1] if token.i + 1 < len(doc) else None
         if token.lower_ == "so" and token.i > 0 and not doc[token.i - 1].is_punct and after is not None \
                 and after.pos_ not in ("ADJ", "ADV", "PUNCT") and after.lower_ not in _SO_NOT_A_LINK:
-            out.append(", ")
+            out[-1] = out[-1].rstrip() + ", "
             fixed = True
         out.append(token.text_with_ws)
-    return "".join(out).replace(" , ", ", ") if fixed else ""
+    return "".join(out) if fixed else ""
 
 
 def _leading_fragments(docs) -> list[tuple[str, bool]]:
