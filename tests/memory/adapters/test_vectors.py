@@ -365,6 +365,10 @@ def test_the_searches_time_is_counted_on_their_thread_and_taken_once(tmp_path: P
         assert search_ms_taken() == 0.0
         edge_index.search(user_id="u1", vector=[1.0, 0.0, 0.0, 0.0], limit=0)  # no search made, none counted
         assert search_ms_taken() == 0.0
+        other = threading.Thread(target=lambda: edge_index.search_text(user_id="u1", text="boots", limit=5))
+        other.start()
+        other.join()
+        assert search_ms_taken() == 0.0  # another thread's search is that thread's
     finally:
         close()
 

@@ -133,6 +133,9 @@ def test_scale_builds_measures_and_cleans_up(memory_env):
                                              "segment visits", "trace"]
             assert all(part["n"] == 4 and part["p50"] > 0 for part in timing["parts"].values())
             assert timing["embedding"]["n"] == 4 and timing["embedding"]["p50"] > 0
+            # each recall's embedding plus the searches it made: never under the embedding alone
+            assert timing["serial_floor"]["n"] == 4
+            assert timing["serial_floor"]["p50"] >= timing["embedding"]["p50"]
             assert sum(part["mean"] for part in timing["parts"].values()) <= timing["recall"]["mean"] * 1.01
         assert latency["search_all_turns"]["n"] == 4
     assert size["write"]["n"] == 2 and size["write"]["pages_per_s"] > 0
@@ -197,6 +200,7 @@ def test_scale_in_a_fresh_database_renders_tables(memory_env):
                  "--hnsw", "off", "--policies", "memoryos", "--no-progress", stdout=out, stderr=io.StringIO())
     text = out.getvalue()
     assert "Store size and ingest" in text and "Retrieval latency" in text and "write / MiniLM" in text
+    assert "p95 / serial floor" in text
     stage_rows = text.split("Where a recall's time goes")[1].splitlines()
     assert "mid-term" in stage_rows[0] and "embedding" in stage_rows[1]
     # every part, p50 / p95 (memoryos runs the relevance core's keyword search while the query is embedded)
