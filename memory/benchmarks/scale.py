@@ -770,14 +770,13 @@ def render_latency_table(runs: list[dict]) -> str:
             lat = r["latency"].get(variant)
             hybrid = ((lat or {}).get("policies", {}).get(default) or {}).get("recall", {}).get("p95")
             for policy, timing in (lat or {}).get("policies", {}).items():
-                floor = floor_ms(lat, policy)
+                floor, serial = floor_ms(lat, policy), timing.get("serial_floor", {}).get("p95")
                 rows.append([r["pages"], "yes" if variant == "hnsw" else "no", policy,
                              timing["recall"]["p50"], timing["recall"]["p95"],
                              timing["recall_no_trace"]["p50"], timing["recall_no_trace"]["p95"],
                              timing.get("embedding", {}).get("p50"), lat["search_all_pages"]["p95"],
                              lat["search_all_turns"]["p95"], lat.get("keyword_search_all_turns", {}).get("p95"),
-                             _ratio(timing["recall"]["p95"], floor), timing.get("serial_floor", {}).get("p95"),
-                             _ratio(timing["recall"]["p95"], timing.get("serial_floor", {}).get("p95")),
+                             _ratio(timing["recall"]["p95"], floor), serial, _ratio(timing["recall"]["p95"], serial),
                              _ratio(timing["recall"]["p95"], hybrid)])
     return common.render_table(
         ["pages", "HNSW", "policy", "recall p50", "recall p95", "no trace p50", "no trace p95",
