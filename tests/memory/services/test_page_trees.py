@@ -90,6 +90,23 @@ def test_a_page_joining_costs_the_tree_four_statements_whatever_its_size(make_us
     assert root == tree_build(list(held.values_list("weight", "target__cid"))).root
 
 
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the plan asked of is SQLite's")
+def test_readdressing_reads_a_segments_dependencies_without_its_pages(make_user):
+    """`relation <> 'contains'` made SQLite walk every edge of the segment, one a page: the closure
+    reads the two ranges around `contains` through the (source, relation, id) index instead."""
+    user = make_user()
+    seg = _segment(user, 200)
+    with CaptureQueriesContext(connection) as done, graph.readdress_once():
+        graph.edge_put(user_id=user.pk, source=seg, target=_pages(user, 200, 1)[0], relation="contains")
+    [read] = [q["sql"] for q in done.captured_queries if "UNION ALL" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {read}")
+        plan = [row[-1] for row in cursor.fetchall()]
+    edges = sorted(step for step in plan if "memory_memoryedge" in step)
+    assert edges == ["SEARCH memory_memoryedge USING INDEX edge_source_relation (source_id=? AND relation<?)",
+                     "SEARCH memory_memoryedge USING INDEX edge_source_relation (source_id=? AND relation>?)"], plan
+
+
 def test_the_tree_verifies_after_appends_either_way_and_after_a_removal(make_user):
     user = make_user()
     seg = _segment(user, 70)
