@@ -142,6 +142,10 @@ class FakeVectorIndex:
     def delete_user(self, *, user_id: str) -> None:
         self._delete(call_scope(user_id))
 
+    def prepare(self, *, user_id: str) -> None:
+        """Nothing to ready: every keyword search counts IDF over the user's points."""
+        call_scope(user_id)
+
     def set_payload(self, *, user_id: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
         scope, payload = _plain(call_scope(user_id, ids=ids)), _as_json(checked_payload(payload))
         if not payload:

@@ -1,8 +1,9 @@
 """Qdrant behind the VectorIndex port: embedded (Qdrant Edge) by default, a server when configured.
 
 Both adapters keep the same layout: a dense named vector "dense" (cosine) for semantic search, a
-sparse named vector "text" with Qdrant's IDF modifier for keyword search (the BM25 tf part comes
-from memory.engine.sparse), and keyword payload indexes on `user_id` (the tenant), `kind`,
+sparse named vector "text" for keyword search (the BM25 tf part comes from memory.engine.sparse;
+IDF over the user's own points comes from memory.adapters.term_counts on the embedded shard, from
+the server's IDF modifier on a server), and keyword payload indexes on `user_id` (the tenant), `kind`,
 `segment_id` and `tier`. Every read and write that names points is filtered by `user_id`, so one
 user can neither see nor change another's points, even by guessing ids.
 
@@ -14,6 +15,8 @@ memory/adapters/vector_points.py, which the test suite's in-memory index uses to
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import os
 import shutil
@@ -28,6 +31,7 @@ from typing import Any
 import qdrant_edge as edge
 from qdrant_client import QdrantClient, models
 
+from memory.adapters.term_counts import DocumentFrequencies
 from memory.adapters.vector_points import (
     DENSE,
     KEYWORD_FIELDS,
@@ -46,6 +50,8 @@ from memory.adapters.vector_points import (
 )
 from memory.engine.ports import Vector, VectorHit, VectorIndex, VectorPoint
 from memory.engine.sparse import sparse_query
+
+log = logging.getLogger(__name__)
 
 UPSERT_BATCH = 256
 # Edge has no flush timer of its own; its WAL already survives a crash, flushing bounds how much
@@ -140,7 +146,7 @@ class _ScopedIndex:
         if limit <= 0 or scope.matches_nothing or not weights:
             return []
         with _searching():
-            return self._search(sparse_pairs(weights), SPARSE, scope, limit, call_scope(user_id), fields)
+            return self._search_text(user_id, list(weights), scope, limit, fields)
 
     def get_vectors(self, *, user_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
         scope = call_scope(user_id, ids=ids)
@@ -163,6 +169,10 @@ class _ScopedIndex:
         scope = call_scope(user_id, kind=kind, any_user=True)
         return self._count(scope if scope.equals else None)
 
+    def prepare(self, *, user_id: str) -> None:
+        """Nothing to ready by default (a server counts IDF itself)."""
+        call_scope(user_id)
+
     # Primitives, called with validated arguments.
     def _upsert(self, batch: Sequence[PreparedPoint]) -> None:
         raise NotImplementedError
@@ -179,6 +189,12 @@ class _ScopedIndex:
     def _search(self, query: list[float] | SparseQuery, using: str, scope: Scope, limit: int,
                 idf_corpus: Scope | None, fields: Sequence[str] | None = None) -> list[VectorHit]:
         raise NotImplementedError
+
+    def _search_text(self, user_id: str, terms: list[int], scope: Scope, limit: int,
+                     fields: Sequence[str] | None) -> list[VectorHit]:
+        """BM25 over `scope`, IDF counted over all the user's points (here by the index's modifier)."""
+        query = sparse_pairs(dict.fromkeys(terms, 1.0))
+        return self._search(query, SPARSE, scope, limit, call_scope(user_id), fields)
 
     def _owned_vectors(self, scope: Scope) -> dict[str, list[float]]:
         """Id -> dense vector of the points among `scope.ids` that belong to its user: looked up
@@ -202,11 +218,71 @@ class _ScopedIndex:
 # ---------------------------------------------------------------- Qdrant Edge (embedded)
 
 
-def _edge_config(dimension: int) -> edge.EdgeConfig:
+def _edge_config(dimension: int, *, idf_modifier: bool = False) -> edge.EdgeConfig:
+    """The shard's layout. Text vectors carry no IDF modifier: a query brings its IDF weights
+    (memory.adapters.term_counts). `idf_modifier` opens a shard written before that."""
+    sparse = edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf) if idf_modifier else edge.EdgeSparseVectorParams()
     return edge.EdgeConfig(
         vectors={DENSE: edge.EdgeVectorParams(size=dimension, distance=edge.Distance.Cosine)},
-        sparse_vectors={SPARSE: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+        sparse_vectors={SPARSE: sparse},
     )
+
+
+def _has_idf_modifier(shard_dir: Path) -> bool:
+    config = json.loads((shard_dir / "edge_config.json").read_text())
+    return (config.get("sparse_vectors", {}).get(SPARSE) or {}).get("modifier") == "idf"
+
+
+def _copy_points(source: edge.EdgeShard, target: edge.EdgeShard) -> int:
+    """Every point of `source` written into `target` as it is; the number copied."""
+    copied, offset = 0, None
+    while True:
+        records, offset = source.scroll(edge.ScrollRequest(offset=offset, limit=UPSERT_BATCH, with_payload=True,
+                                                           with_vector=True))
+        if records:
+            target.update(edge.UpdateOperation.upsert_points([
+                edge.Point(record.id, dict(record.vector), dict(record.payload or {})) for record in records]))
+            copied += len(records)
+        if offset is None:
+            return copied
+
+
+def _swap_paths(shard_dir: Path) -> tuple[Path, Path]:
+    return shard_dir.with_name(shard_dir.name + ".next"), shard_dir.with_name(shard_dir.name + ".legacy")
+
+
+def _rewrite_without_idf_modifier(shard_dir: Path, dimension: int) -> None:
+    """Re-index a shard whose text vectors carry Edge's IDF modifier into today's layout.
+
+    Edge refuses to open a shard under a config with another modifier, so the points are copied
+    into a new shard beside it, which then takes the old one's place. A crash before the first
+    rename leaves the old shard (the copy is done again); after it, `_finish_swap` completes."""
+    fresh, legacy = _swap_paths(shard_dir)
+    shutil.rmtree(fresh, ignore_errors=True)
+    log.info("vectors.reindex_without_idf_modifier.start", extra={"shard": str(shard_dir)})
+    old = edge.EdgeShard.load(str(shard_dir), _edge_config(dimension, idf_modifier=True))
+    fresh.mkdir(parents=True)
+    new = edge.EdgeShard.create(str(fresh), _edge_config(dimension))
+    try:
+        copied = _copy_points(old, new)
+        if copied:
+            new.optimize()
+        new.flush()
+    finally:
+        new.close()
+        old.close()
+    shard_dir.rename(legacy)
+    fresh.rename(shard_dir)
+    shutil.rmtree(legacy)
+    log.info("vectors.reindex_without_idf_modifier.done", extra={"shard": str(shard_dir), "points": copied})
+
+
+def _finish_swap(shard_dir: Path) -> None:
+    """Complete a re-index that stopped between its renames."""
+    fresh, legacy = _swap_paths(shard_dir)
+    if legacy.exists() and not shard_dir.exists():
+        (fresh if fresh.exists() else legacy).rename(shard_dir)
+    shutil.rmtree(legacy, ignore_errors=True)
 
 
 def _edge_filter(scope: Scope) -> edge.Filter:
@@ -257,6 +333,7 @@ class EdgeVectorIndex(_ScopedIndex):
         self.dimension = dimension
         self.shard_dir = Path(path) / f"shard-{dimension}d"
         self._lock = threading.Lock()
+        self._terms = DocumentFrequencies()
         self._box: list[edge.EdgeShard | None] = [self._open()]
         self._last_flush = time.monotonic()
         # Flushes and releases the directory lock at interpreter exit if nobody called close().
@@ -264,7 +341,10 @@ class EdgeVectorIndex(_ScopedIndex):
 
     def _open(self) -> edge.EdgeShard:
         config = _edge_config(self.dimension)
+        _finish_swap(self.shard_dir)
         if (self.shard_dir / "edge_config.json").exists():
+            if _has_idf_modifier(self.shard_dir):
+                _rewrite_without_idf_modifier(self.shard_dir, self.dimension)
             shard = edge.EdgeShard.load(str(self.shard_dir), config)
         else:
             self.shard_dir.mkdir(parents=True, exist_ok=True)
@@ -290,11 +370,45 @@ class EdgeVectorIndex(_ScopedIndex):
         shard.flush()
         self._last_flush = time.monotonic()
 
+    def _old_texts(self, shard: edge.EdgeShard, ids: Sequence[str | int],
+                   owner: str | None = None) -> list[tuple[str, list[int]]]:
+        """(owner, term indices) of the points among `ids` that have text and whose owner's
+        document frequencies are held in memory (and who is `owner`, when given)."""
+        if not ids or not self._terms:
+            return []
+        return [(found_owner, text.indices)
+                for record in shard.retrieve(list[Any](ids), [TENANT_FIELD], [SPARSE])
+                if (found_owner := (record.payload or {}).get(TENANT_FIELD)) in self._terms
+                and owner in (None, found_owner) and (text := record.vector.get(SPARSE)) is not None]
+
+    def _counted_update(self, shard: edge.EdgeShard, operation: edge.UpdateOperation,
+                        gone: list[tuple[str, list[int]]], added: Sequence[PreparedPoint] = ()) -> None:
+        """Apply `operation`, then move the held document frequencies: the `gone` texts leave
+        them and the `added` points' texts join them, in one critical section with the write."""
+        shard.update(operation)
+        for owner, terms in gone:
+            self._terms.held(owner).remove(terms)
+        for item in added:
+            held = self._terms.held(item.payload[TENANT_FIELD])
+            if held is not None and item.sparse is not None:
+                held.add(item.sparse[0])
+        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
+            self._flush(shard)
+
     def _upsert(self, batch: Sequence[PreparedPoint]) -> None:
-        self._write(edge.UpdateOperation.upsert_points([_edge_point(item) for item in batch]))
+        operation = edge.UpdateOperation.upsert_points([_edge_point(item) for item in batch])
+        with self._shard() as shard:
+            self._counted_update(shard, operation, self._old_texts(shard, [item.id for item in batch]), batch)
 
     def _delete(self, scope: Scope) -> None:
-        self._write(edge.UpdateOperation.delete_points_by_filter(_edge_filter(scope)))
+        operation = edge.UpdateOperation.delete_points_by_filter(_edge_filter(scope))
+        owner = dict(scope.equals)[TENANT_FIELD]
+        with self._shard() as shard:
+            if scope.ids is None:  # the whole user (delete_user): counted again on their next search
+                self._terms.forget(owner)
+                self._counted_update(shard, operation, [])
+            else:
+                self._counted_update(shard, operation, self._old_texts(shard, scope.ids, owner))
 
     def _blank(self, scope: Scope) -> None:
         """A deleted point's vector stays in its segment's file until the segment is rebuilt, and
@@ -304,6 +418,8 @@ class EdgeVectorIndex(_ScopedIndex):
         keeps its copy until a later optimize rebuilds it: README, "Erasing".)"""
         owner = dict(scope.equals)[TENANT_FIELD]
         blank = [1.0 / math.sqrt(self.dimension)] * self.dimension
+        with self._lock:
+            self._terms.forget(owner)
         offset = None
         while True:
             request = edge.ScrollRequest(offset=offset, limit=UPSERT_BATCH, filter=_edge_filter(scope),
@@ -339,6 +455,38 @@ class EdgeVectorIndex(_ScopedIndex):
             return [tuple.__new__(VectorHit, (str(point.id), point.score, NO_PAYLOAD)) for point in found]
         return [vector_hit(point.id, point.score, point.payload) for point in found]
 
+    def prepare(self, *, user_id: str) -> None:
+        """Count the user's words now if this process has not (one scroll of their text vectors),
+        so that their first keyword search does not."""
+        call_scope(user_id)
+        with self._shard() as shard:
+            self._terms.built(user_id, self._texts_of(shard, user_id))
+
+    def _search_text(self, user_id: str, terms: list[int], scope: Scope, limit: int,
+                     fields: Sequence[str] | None) -> list[VectorHit]:
+        """The query carries the IDF of its terms from the user's held document frequencies, so
+        the shard only sums weight x BM25 tf (no count over the user's points per search)."""
+        with self._shard() as shard:
+            weights = self._terms.built(user_id, self._texts_of(shard, user_id)).weights(terms)
+        if not weights:
+            return []  # no point of the user's holds any of the terms
+        return self._search(sparse_pairs(weights), SPARSE, scope, limit, None, fields)
+
+    def _texts_of(self, shard: edge.EdgeShard, user_id: str) -> Iterator[list[int]]:
+        """The term indices of each of the user's points that has text: one scroll, read once
+        when the user's document frequencies are first needed in this process."""
+        offset = None
+        text_filter = _edge_filter(call_scope(user_id))
+        while True:
+            records, offset = shard.scroll(edge.ScrollRequest(offset=offset, limit=4096, filter=text_filter,
+                                                              with_payload=False, with_vector=[SPARSE]))
+            for record in records:
+                text = record.vector.get(SPARSE)
+                if text is not None:
+                    yield text.indices
+            if offset is None:
+                return
+
     def _owned_vectors(self, scope: Scope) -> dict[str, list[float]]:
         """One scroll filtered by owner and ids, reading no payload: a retrieve by id that reads
         each point's `user_id` to check it took 8 ms for 100 points at 10,000 pages, the payload
@@ -368,6 +516,7 @@ class EdgeVectorIndex(_ScopedIndex):
             shard.close()
             self._box[0] = None
             shutil.rmtree(self.shard_dir)
+            self._terms.clear()
             self._box[0] = self._open()
 
     def optimize(self) -> bool:

@@ -109,6 +109,11 @@ class VectorIndex(Protocol):
 
     def count(self, *, user_id: str | None = None, kind: str | None = None) -> int: ...
 
+    def prepare(self, *, user_id: str) -> None:
+        """Ready what the user's searches will read, ahead of their first (the embedded index
+        counts the user's words once a process: 0.2 s at 10,000 pages)."""
+        ...
+
     def clear(self) -> None:
         """Drop every point (used by `reindex`)."""
         ...

@@ -38,6 +38,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from memory.adapters import configured
 from memory.adapters.configured import adapters_state
 from memory.engine.ports import ChatMessage
 from memory.models import Sona
@@ -97,9 +98,11 @@ def chat_turn_accept(*, user_id: int, message: object, files: object = None, son
 def chat_sona_ready(*, user_id: int) -> None:
     """Make the user's default sona now if they have none: what the chat page does as it loads
     (memory/web/views.py), for a socket opened without it, so that their first message does not
-    wait for it (a new sona embeds its name)."""
+    wait for it (a new sona embeds its name). Then ready the vector index for the user's searches
+    (the embedded shard counts their words once a process)."""
     if not Sona.objects.filter(user_id=user_id, is_default=True).exists():
         sona_get_or_create(user=get_user_model().objects.get(pk=user_id))
+    configured.vector_index().prepare(user_id=str(user_id))
 
 
 async def chat_open(*, user_id: int) -> None:

@@ -27,8 +27,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+import qdrant_edge as edge
 from qdrant_client import QdrantClient
 
+from memory.adapters import vectors
+from memory.adapters.vector_points import prepare_point
 from memory.adapters.vectors import EdgeVectorIndex, ServerVectorIndex, open_vector_index, search_ms_taken
 from memory.engine.ports import VectorIndex, VectorPoint
 from tests.fakes import FakeVectorIndex
@@ -398,6 +401,33 @@ def test_text_search_idf_counts_the_users_points_that_have_text(index: Index) ->
     assert hit.score == pytest.approx(idf(3, 1) * 2.2 / (1 + 1.2 * 0.3), rel=1e-3)
 
 
+def test_text_search_idf_follows_the_users_writes(index: Index) -> None:
+    """The IDF a search uses counts the user's points as they are now: a replaced text leaves the
+    counts and its new text joins them, a deleted point leaves them (the embedded index keeps
+    these counts itself once a search has asked for the user's)."""
+    vector = [1.0, 0.0, 0.0, 0.0]
+    index.upsert([make_point(1, vector, text="zeppelin museum"), make_point(2, vector, text="cooking pasta"),
+                  make_point(3, vector, text="zeppelin hangar"), make_point(4, vector, text="green tea")])
+    two_tokens = 2.2 / (1 + 1.2 * 0.3)  # tf 1 in 2 tokens: 2.2 / (1 + 1.2·(0.25 + 0.75·2/30))
+    [first, _] = index.search_text(user_id="u1", text="zeppelin", limit=5)
+    assert first.score == pytest.approx(idf(4, 2) * two_tokens, rel=1e-3)
+
+    index.upsert([make_point(3, vector, text="bread baking")])  # no longer a zeppelin
+    index.delete(user_id="u1", ids=[pid(4)])
+    index.upsert([make_point(5, vector, user="u2", text="zeppelin zeppelin")])  # another user's counts
+    [hit] = index.search_text(user_id="u1", text="zeppelin", limit=5)
+    assert (hit.id, hit.score) == (pid(1), pytest.approx(idf(3, 1) * two_tokens, rel=1e-3))
+
+    index.upsert([make_point(6, vector, text="zeppelin ride"), make_point(7, vector)])  # 7 has no text
+    assert index.search_text(user_id="u1", text="zeppelin", limit=5)[0].score == pytest.approx(
+        idf(4, 2) * two_tokens, rel=1e-3)
+
+    index.delete_user(user_id="u1")
+    index.upsert([make_point(8, vector, text="zeppelin ride")])
+    [alone] = index.search_text(user_id="u1", text="zeppelin", limit=5)
+    assert alone.score == pytest.approx(idf(1, 1) * two_tokens, rel=1e-3)
+
+
 class Tier(enum.StrEnum):  # as Django's TextChoices, which services pass in payloads and filters
     MID = "mid"
     LONG = "long"
@@ -534,6 +564,82 @@ def test_edge_reopen_keeps_data_and_indexes(tmp_path: Path) -> None:
                              match={"tier": "mid"})) == [pid(2)]
     assert set(second._box[0].info().payload_schema) == {"user_id", "kind", "segment_id", "tier"}
     second.close()
+
+
+@QDRANT  # the Edge shard itself
+def test_edge_counts_the_users_terms_again_after_a_reopen(tmp_path: Path) -> None:
+    """A process that opens the shard counts a user's terms from their points on first search,
+    and gets the scores the writing process had."""
+    first = EdgeVectorIndex(tmp_path, dimension=DIM)
+    first.upsert([make_point(n, [1.0, 0.0, 0.0, 0.0], text=text) for n, text in
+                  enumerate(["zeppelin museum", "cooking pasta", "zeppelin hangar", "green tea"], start=1)])
+    first.search_text(user_id="u1", text="tea", limit=5)  # counts held from here on
+    first.upsert([make_point(2, [1.0, 0.0, 0.0, 0.0], text="zeppelin pasta")])
+    before = [(hit.id, hit.score) for hit in first.search_text(user_id="u1", text="zeppelin pasta", limit=5)]
+    first.close()
+    second = EdgeVectorIndex(tmp_path, dimension=DIM)
+    after = [(hit.id, hit.score) for hit in second.search_text(user_id="u1", text="zeppelin pasta", limit=5)]
+    assert after == before
+    assert [hit_id for hit_id, _ in after][0] == pid(2)
+    second.close()
+
+
+@QDRANT  # the Edge shard itself
+def test_edge_prepare_counts_a_users_words_before_their_first_search(tmp_path: Path) -> None:
+    first = EdgeVectorIndex(tmp_path, dimension=DIM)
+    first.upsert([make_point(1, [1.0, 0.0, 0.0, 0.0], text="zeppelin museum"),
+                  make_point(2, [1.0, 0.0, 0.0, 0.0], user="u2", text="green tea")])
+    first.close()
+    second = EdgeVectorIndex(tmp_path, dimension=DIM)
+    assert "u1" not in second._terms
+    second.prepare(user_id="u1")
+    held = second._terms.held("u1")
+    assert held is not None and held.documents == 1 and "u2" not in second._terms
+    with pytest.raises(ValueError):
+        second.prepare(user_id="")
+    second.close()
+
+
+def _write_legacy_shard(shard_dir: Path) -> None:
+    """A shard as the index wrote it before queries carried IDF: Edge's IDF modifier on text."""
+    legacy = vectors._edge_config(DIM, idf_modifier=True)
+    shard_dir.mkdir(parents=True)
+    shard = edge.EdgeShard.create(str(shard_dir), legacy)
+    points = [make_point(n, [1.0, n / 10, 0.0, 0.0], text=text) for n, text in
+              enumerate(["zeppelin museum", "cooking pasta", "zeppelin hangar", "green tea"], start=1)]
+    shard.update(edge.UpdateOperation.upsert_points(
+        [vectors._edge_point(prepare_point(point, DIM)) for point in points]))
+    shard.flush()
+    shard.close()
+
+
+@QDRANT  # the Edge shard itself
+def test_edge_reindexes_a_shard_written_with_the_idf_modifier(tmp_path: Path) -> None:
+    shard_dir = tmp_path / f"shard-{DIM}d"
+    _write_legacy_shard(shard_dir)
+    index = EdgeVectorIndex(tmp_path, dimension=DIM)
+    assert index.count(user_id="u1") == 4
+    assert ids(index.search(user_id="u1", vector=[1.0, 0.4, 0.0, 0.0], limit=1)) == [pid(4)]
+    [first, _] = index.search_text(user_id="u1", text="zeppelin", limit=5)
+    assert first.score == pytest.approx(idf(4, 2) * 2.2 / (1 + 1.2 * 0.3), rel=1e-3)
+    assert set(index._box[0].info().payload_schema) == {"user_id", "kind", "segment_id", "tier"}
+    index.close()
+    assert "modifier" not in (shard_dir / "edge_config.json").read_text()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [shard_dir.name]
+
+
+@QDRANT  # the Edge shard itself
+def test_edge_finishes_a_reindex_stopped_between_its_renames(tmp_path: Path) -> None:
+    shard_dir = tmp_path / f"shard-{DIM}d"
+    _write_legacy_shard(shard_dir)
+    EdgeVectorIndex(tmp_path, dimension=DIM).close()  # re-indexed
+    shard_dir.rename(tmp_path / f"shard-{DIM}d.next")  # as if stopped after moving the old one away
+    _write_legacy_shard(tmp_path / f"shard-{DIM}d.legacy")
+    index = EdgeVectorIndex(tmp_path, dimension=DIM)
+    assert index.count(user_id="u1") == 4
+    assert "modifier" not in (shard_dir / "edge_config.json").read_text()
+    index.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [shard_dir.name]
 
 
 @QDRANT  # the Edge shard itself
