@@ -358,3 +358,47 @@ def test_a_mention_keeps_the_you_it_says_to_the_assistant():
     wording.to_stored, made for text said to the person, would read it as them."""
     assert facts("I am having diabetes type 2 since 2019, as I told you.") == [
         "User mentioned: User is having diabetes type 2 since 2019, as User told you"]
+
+
+@pytest.mark.parametrize(("statement", "fact", "kind"), [
+    ("I think I might be lactose intolerant?", "User might be lactose intolerant", "allergy"),
+    ("I might have a half-sister in Cebu.", "User might have a half-sister in Cebu", "family"),
+    ("Might move to Canada next year, applied for PR.", "User might move to Canada next year", "plan"),
+])
+def test_the_persons_own_guess_under_might_is_kept_as_said(statement, fact, kind):
+    """ "might" and "may" hedge what the person says of themselves; a move under them is a plan
+    (a dated one), never their home now."""
+    found = read(statement)
+    assert fact in [r.text for r in found], found
+    assert next(r.slot for r in found if r.text == fact) == kind
+    assert not any(r.slot == "residence" for r in found)
+
+
+@pytest.mark.parametrize("statement", ["I might go for a run later.", "Maybe someday I might learn the violin.",
+                                       "If it rains I might stay in.", "You might be right.",
+                                       "I could live in Paris one day.",
+                                       "Thinking maybe we move to Spain someday, we'll see, just a dream."])
+def test_might_without_a_date_a_dream_or_the_person_keeps_nothing(statement):
+    assert facts(statement) == []
+
+
+@pytest.mark.parametrize(("statement", "fact"), [
+    ("My grandma was born in Sicily.", "User's grandma was born in Sicily"),
+    ("My dad is from Ghana.", "User's dad is from Ghana"),
+    ("My mum speaks Tagalog.", "User's mum speaks Tagalog"),
+])
+def test_where_family_come_from_and_what_they_speak_is_the_persons_to_tell(statement, fact):
+    assert facts(statement) == [fact]
+
+
+@pytest.mark.parametrize(("statement", "fact"), [
+    ("we fly to Tokyo on the 14th of May, can you suggest a packing list?", "User flies to Tokyo on the 14th of May"),
+    ("I'm coeliac, so could you suggest a cake?", "User is coeliac"),
+])
+def test_a_question_after_a_comma_leaves_the_statement_before_it(statement, fact):
+    assert fact in facts(statement)
+
+
+@pytest.mark.parametrize("statement", ["Where do I live, can you remind me?", "Do I have a dog, could you check?"])
+def test_a_question_before_the_comma_is_still_a_question(statement):
+    assert facts(statement) == []

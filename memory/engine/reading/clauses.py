@@ -282,6 +282,9 @@ def unasserted(clause: Clause) -> str:
     if clause.subject is None and any(c.dep_ == "advmod" and c.lower_ in lx.SPECULATIVE | {"probably"}
                                       for c in head.children):
         return "speculative"  # "… what I'd do — probably buy a little bookshop by the sea"
+    if head.lemma_ not in ("be", "have") and any(c.dep_ == "advmod" and c.lower_ in lx.SPECULATIVE
+                                                 for c in head.children):
+        return "speculative"  # "maybe we move to Spain someday": a thought, not a move
     if _hedge(head) and any(c.dep_ in ("ccomp", "parataxis") for t in (head, *head.children) for c in t.children):
         return "frame"  # "I'm pretty sure …": what it frames is read on its own
     lowered = {t.lower_ for t in clause.tokens}
@@ -289,7 +292,8 @@ def unasserted(clause: Clause) -> str:
         return "joke"
     auxes = [c for c in head.children if c.dep_ in ("aux", "auxpass")]
     rather = any(c.lower_ == "rather" for c in head.children)  # "I'd rather walk than drive": a preference
-    if any(a.lower_ in _MODALS for a in auxes) and not rather:
+    modals = {a.lower_ for a in auxes} & _MODALS
+    if modals and not rather and not (modals <= _LIKELY and _speaker_hedges(clause)):
         return "modal"
     if head.lemma_.lower() in lx.WISH_VERBS or (head.lemma_.lower() == "like" and any(a.lower_ in ("'d", "would")
                                                                                      for a in auxes)):
@@ -311,14 +315,30 @@ def unasserted(clause: Clause) -> str:
     return ""
 
 
+# "I might be lactose intolerant", "might move back to Dublin next spring": the speaker's own
+# guess about themselves, told as a hedge (kept, as "I think I'm …" is), unlike "would" and "could".
+_LIKELY = frozenset({"might", "may"})
+
+
+def _speaker_hedges(clause: Clause) -> bool:
+    """The person's own state or plan under "might" or "may", with no dreaming word ("maybe
+    someday I might …", "in another life")."""
+    subject = clause.subject
+    if subject is not None and subject.lower_ not in ("i", "we"):
+        return False
+    sent = clause.head.sent
+    return not any(t.lower_ in lx.SPECULATIVE or t.lower_ in ("day", "life") and t.dep_ == "npadvmod"
+                   or t.lower_ == "if" for t in sent)
+
+
 def tense_of(clause: Clause) -> str:
     """ "future", "perfect", "past" or "present"."""
     head = clause.head
     auxes = [c for c in head.children if c.dep_ in ("aux", "auxpass")]
     words = {a.lower_ for a in auxes}
     going = head.lemma_ == "go" and head.tag_ == "VBG" and any(c.dep_ == "xcomp" for c in head.children)
-    if words & _FUTURE or going:
-        return "future"
+    if words & _FUTURE or going or words & _LIKELY and head.lemma_ not in ("be", "have"):
+        return "future"  # "might move back to Dublin next spring" is a plan, "might be coeliac" a state
     if any(c.lower_ in ("going", "gonna") and c.dep_ == "aux" for c in auxes):
         return "future"
     if any(a.lemma_ == "have" and a.tag_ in ("VBP", "VBZ") for a in auxes):

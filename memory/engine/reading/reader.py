@@ -252,6 +252,30 @@ def _so_set_off(doc) -> str:
     return "".join(out) if fixed else ""
 
 
+def _told_before_asking(docs) -> list[str]:
+    """ "we fly to Tokyo on the 14th of May, can you suggest a packing list?": a question asked
+    after a comma asks with its own words only; what comes before it, a clause with its verb and
+    no question of its own, is a statement read on its own."""
+    found = []
+    for doc in docs:
+        for sent in doc.sents:
+            if not asks(sent):
+                continue
+            for token in sent:
+                if token.text != "," or token.i + 1 >= sent.end:
+                    continue
+                rest = [t for t in doc[token.i + 1:sent.end] if not t.is_punct]
+                while rest and rest[0].pos_ in ("CCONJ", "ADV", "INTJ"):
+                    rest = rest[1:]  # "…, so can you", "…, anyway could you"
+                asking = len(rest) > 1 and (rest[0].pos_ == "AUX" and rest[1].lower_ == "you"
+                                            or rest[0].tag_ in ("WRB", "WP") and rest[0].i > token.i)
+                part = doc[sent.start:token.i]
+                if asking and any(t.pos_ in ("VERB", "AUX") for t in part) and not asks(part):
+                    found.append(part.text)
+                    break
+    return found
+
+
 def _leading_fragments(docs) -> list[tuple[str, bool]]:
     """ "Allergic to dust mites, just so you know", "Not a morning person, don't message me before
     10": chat drops the "I'm" of a first part without a verb, and the parse then hangs it on the
@@ -288,6 +312,9 @@ def read(text: str) -> tuple[Reading, ...]:
             for reading in read_doc(parse(fragment + ".")):
                 if not (subject and reading.text.startswith("User mentioned:")):  # "My sister, who … is"
                     found.setdefault((reading.text.lower(), reading.slot), reading)
+    for statement in _told_before_asking(docs):
+        for reading in read_doc(parse(statement + ".")):
+            found.setdefault((reading.text.lower(), reading.slot), reading)
     for reading in _new_values(docs, tuple(found.values())):
         found = {key: r for key, r in found.items() if not (r.slot == "other" and r.clause == reading.clause)}
         found.setdefault((reading.text.lower(), reading.slot), reading)

@@ -212,7 +212,8 @@ def _located(clause: Clause, text: str) -> str:
 _FIGURATIVE = frozenset({"basically", "practically", "literally", "virtually"})
 _STRONG = frozenset({"diet", "allergy", "health", "preference", "language", "plan", "origin", "family", "pet",
                      "partner", "name", "age", "birthday"})
-_ABOUT_OTHERS = frozenset({"residence", "employer", "occupation", "age", "health", "diet", "allergy"})
+_ABOUT_OTHERS = frozenset({"residence", "employer", "occupation", "age", "health", "diet", "allergy", "origin",
+                           "language"})
 REQUESTS = frozenset({"please", "pls", "plz"})
 
 

@@ -83,7 +83,7 @@ def clause_text(clause: Clause) -> str:
         prefix = {"VBN": "User has" if lead.lower_ == "been" else "User was" if passive else "User",
                   "VBG": "User is", "VBD": "User", "MD": "User"}.get(lead.tag_, "User")
         out.append(prefix + " ")
-        if lead.tag_ in ("VBN", "VBD", "VBG") and lead.text[:1].isupper() and lead.ent_type_ == "":
+        if lead.tag_ in ("VBN", "VBD", "VBG", "MD") and lead.text[:1].isupper() and lead.ent_type_ == "":
             out.append(lead.lower_ + lead.whitespace_)
             words = words[1:]
         elif lead.tag_ in ("VBP", "VB") and lead.lemma_ != "be":
