@@ -145,6 +145,15 @@ def run_statements(env, statements: Sequence[dict[str, Any]], *, label: str, sho
     return checks
 
 
+# When the answer says it was told ("(you told me on 29 November 2026)", "On 29 November 2026 (today)
+# you told me"): the day of telling, which an old value must not be found in ("I'm 29" -> "30").
+_PROVENANCE = re.compile(r"\(you told me on [^)]*\)|\bOn \d{1,2} \w+ \d{4}(?: \(today\))?(?= you told me)")
+
+
+def _without_provenance(answer: str) -> str:
+    return _PROVENANCE.sub("", answer)
+
+
 def run_changes(env, scripts: Sequence[dict[str, Any]], *, label: str, show: bool) -> list[dict]:
     checks = []
     for script in common.progress_iter(scripts, f"{label} changes", enabled=show):
@@ -153,7 +162,8 @@ def run_changes(env, scripts: Sequence[dict[str, Any]], *, label: str, show: boo
             _turn(user, message, script.get("id", "change"))
         answer = _turn(user, script["ask"], f"{script.get('id')} ask")
         right = any(w.lower() in answer.lower() for w in script["answer_any"])
-        kept_out = not any(w.lower() in answer.lower() for w in script.get("answer_none", ()))
+        claims = _without_provenance(answer).lower()
+        kept_out = not any(w.lower() in claims for w in script.get("answer_none", ()))
         checks.append({"id": script.get("id", ""), "kind": script["kind"], "say": script["say"],
                        "ask": script["ask"], "answer": answer, "passed": right and kept_out,
                        "changed": kept_out if script["kind"] != "nonchange" else not right})
