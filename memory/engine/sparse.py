@@ -1,8 +1,10 @@
 """Text to sparse vectors for keyword (BM25) search.
 
 The vector store keeps one sparse vector per document. Its values are BM25's term-frequency
-part; the store multiplies in the IDF part at query time (Qdrant's IDF modifier), so a query
-vector only has to say which terms it contains.
+part; the IDF part comes in at query time, over the person's own points: the embedded index
+gives each query term its IDF as the query's weight (memory/adapters/term_counts.py), a Qdrant
+server multiplies it in itself (its IDF modifier). `sparse_query` only says which terms a query
+contains.
 
 Everything here is deterministic across processes and machines: term indices come from
 blake2b, never from Python's salted `hash()`, because they are written to disk and must match
@@ -120,6 +122,6 @@ def sparse_terms(text: str, *, avg_len: float = DEFAULT_AVG_LEN) -> dict[int, fl
 
 
 def sparse_query(text: str) -> dict[int, float]:
-    """Query vector: 1.0 per distinct term, so the score is the sum of matched document weights
-    times IDF."""
+    """Query vector: 1.0 per distinct term; with each term's IDF in place of its 1.0 (or the
+    server's modifier), the score is the sum of matched document weights times IDF."""
     return {term_index(token): 1.0 for token in tokenize(text)}
