@@ -364,6 +364,8 @@ def test_a_mention_keeps_the_you_it_says_to_the_assistant():
     ("I think I might be lactose intolerant?", "User might be lactose intolerant", "allergy"),
     ("I might have a half-sister in Cebu.", "User might have a half-sister in Cebu", "family"),
     ("Might move to Canada next year, applied for PR.", "User might move to Canada next year", "plan"),
+    ("I might be a nurse.", "User might be a nurse", "work"),  # a guess, never "User works as a nurse"
+    ("I think I might be vegan.", "User might be vegan", "diet"),
 ])
 def test_the_persons_own_guess_under_might_is_kept_as_said(statement, fact, kind):
     """ "might" and "may" hedge what the person says of themselves; a move under them is a plan
@@ -376,7 +378,7 @@ def test_the_persons_own_guess_under_might_is_kept_as_said(statement, fact, kind
 
 @pytest.mark.parametrize("statement", ["I might go for a run later.", "Maybe someday I might learn the violin.",
                                        "If it rains I might stay in.", "You might be right.",
-                                       "I could live in Paris one day.",
+                                       "I could live in Paris one day.", "I might be a painter in another life.",
                                        "Thinking maybe we move to Spain someday, we'll see, just a dream."])
 def test_might_without_a_date_a_dream_or_the_person_keeps_nothing(statement):
     assert facts(statement) == []

@@ -320,14 +320,20 @@ def unasserted(clause: Clause) -> str:
 _LIKELY = frozenset({"might", "may"})
 
 
+def hedged(clause: Clause) -> bool:
+    """Said under "might" or "may": kept in the person's words, never as a value ("User might be a
+    nurse", not "User works as a nurse")."""
+    return any(c.dep_ in ("aux", "auxpass") and c.lower_ in _LIKELY for c in clause.head.children)
+
+
 def _speaker_hedges(clause: Clause) -> bool:
     """The person's own state or plan under "might" or "may", with no dreaming word ("maybe
-    someday I might …", "in another life")."""
+    someday I might …", "one day", "in another life")."""
     subject = clause.subject
     if subject is not None and subject.lower_ not in ("i", "we"):
         return False
     sent = clause.head.sent
-    return not any(t.lower_ in lx.SPECULATIVE or t.lower_ in ("day", "life") and t.dep_ == "npadvmod"
+    return not any(t.lower_ in lx.SPECULATIVE or t.lower_ in ("day", "life") and t.dep_ in ("npadvmod", "pobj")
                    or t.lower_ == "if" for t in sent)
 
 

@@ -268,7 +268,7 @@ def _told_before_asking(docs) -> list[str]:
                 while rest and rest[0].pos_ in ("CCONJ", "ADV", "INTJ"):
                     rest = rest[1:]  # "…, so can you", "…, anyway could you"
                 asking = len(rest) > 1 and (rest[0].pos_ == "AUX" and rest[1].lower_ == "you"
-                                            or rest[0].tag_ in ("WRB", "WP") and rest[0].i > token.i)
+                                            or rest[0].tag_ in ("WRB", "WP"))
                 part = doc[sent.start:token.i]
                 if asking and any(t.pos_ in ("VERB", "AUX") for t in part) and not asks(part):
                     found.append(part.text)

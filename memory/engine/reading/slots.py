@@ -15,6 +15,7 @@ from .clauses import (
     SELF,
     Clause,
     Reading,
+    hedged,
     is_negated,
     mentions_self,
     possessor,
@@ -361,7 +362,7 @@ def read_clause(clause: Clause, sent: Span) -> Iterator[Reading]:
             yield found
             return
     if slot in ("residence", "employer", "occupation", "diet"):
-        found = _slot_reading(clause, whose, slot, sent)
+        found = None if hedged(clause) else _slot_reading(clause, whose, slot, sent)
         if found is not None:
             yield replace(found, past=past, text=clause_text(clause) if past else found.text)
             also = _employer_too(found)
@@ -370,7 +371,8 @@ def read_clause(clause: Clause, sent: Span) -> Iterator[Reading]:
             return
         if whose != SELF:
             return
-        # "I love living here", "I work nights": about their home or work, with no value to compare
+        # "I love living here", "I work nights", "I might be a nurse": about their home or work, with
+        # no value to compare
         slot = {"residence": "home", "diet": "diet"}.get(slot, "work")
         if entities(clause, "DATE", "TIME") and tense == "future" or head.tag_ == "VBG" and tense != "past" \
                 and entities(clause, "DATE"):
