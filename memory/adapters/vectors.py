@@ -31,7 +31,7 @@ from typing import Any
 import qdrant_edge as edge
 from qdrant_client import QdrantClient, models
 
-from memory.adapters.term_counts import DocumentFrequencies
+from memory.adapters.term_counts import DocumentFrequencies, UserTerms
 from memory.adapters.vector_points import (
     DENSE,
     KEYWORD_FIELDS,
@@ -363,8 +363,11 @@ class EdgeVectorIndex(_ScopedIndex):
     def _write(self, operation: edge.UpdateOperation) -> None:
         with self._shard() as shard:
             shard.update(operation)
-            if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
-                self._flush(shard)
+            self._flush_when_due(shard)
+
+    def _flush_when_due(self, shard: edge.EdgeShard) -> None:
+        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
+            self._flush(shard)
 
     def _flush(self, shard: edge.EdgeShard) -> None:
         shard.flush()
@@ -392,8 +395,7 @@ class EdgeVectorIndex(_ScopedIndex):
             held = self._terms.held(item.payload[TENANT_FIELD])
             if held is not None and item.sparse is not None:
                 held.add(item.sparse[0])
-        if time.monotonic() - self._last_flush >= FLUSH_INTERVAL_S:
-            self._flush(shard)
+        self._flush_when_due(shard)
 
     def _upsert(self, batch: Sequence[PreparedPoint]) -> None:
         operation = edge.UpdateOperation.upsert_points([_edge_point(item) for item in batch])
@@ -418,8 +420,6 @@ class EdgeVectorIndex(_ScopedIndex):
         keeps its copy until a later optimize rebuilds it: README, "Erasing".)"""
         owner = dict(scope.equals)[TENANT_FIELD]
         blank = [1.0 / math.sqrt(self.dimension)] * self.dimension
-        with self._lock:
-            self._terms.forget(owner)
         offset = None
         while True:
             request = edge.ScrollRequest(offset=offset, limit=UPSERT_BATCH, filter=_edge_filter(scope),
@@ -460,17 +460,21 @@ class EdgeVectorIndex(_ScopedIndex):
         so that their first keyword search does not."""
         call_scope(user_id)
         with self._shard() as shard:
-            self._terms.built(user_id, self._texts_of(shard, user_id))
+            self._user_terms(shard, user_id)
 
     def _search_text(self, user_id: str, terms: list[int], scope: Scope, limit: int,
                      fields: Sequence[str] | None) -> list[VectorHit]:
         """The query carries the IDF of its terms from the user's held document frequencies, so
         the shard only sums weight x BM25 tf (no count over the user's points per search)."""
         with self._shard() as shard:
-            weights = self._terms.built(user_id, self._texts_of(shard, user_id)).weights(terms)
+            weights = self._user_terms(shard, user_id).weights(terms)
         if not weights:
             return []  # no point of the user's holds any of the terms
         return self._search(sparse_pairs(weights), SPARSE, scope, limit, None, fields)
+
+    def _user_terms(self, shard: edge.EdgeShard, user_id: str) -> UserTerms:
+        """The user's document frequencies, counted from their points if this process holds none."""
+        return self._terms.built(user_id, self._texts_of(shard, user_id))
 
     def _texts_of(self, shard: edge.EdgeShard, user_id: str) -> Iterator[list[int]]:
         """The term indices of each of the user's points that has text: one scroll, read once
