@@ -2,9 +2,9 @@
 (memory/engine/judging.py) compares a message with, each labelled fact or no fact.
 
 They are the tuning halves of the understanding test sets (memory/benchmarks/data/
-understanding_tune.json, _dev2.json, _dev3.json: written by helpers who had not read the code). The
-fresh half (understanding_fresh.json) is held out and never used here, so that bench understanding
-still measures wording the judgement has not seen.
+understanding_tune.json, _dev2.json, _dev3.json, _dev4.json: written by helpers who had not read
+the code). The fresh half (understanding_fresh.json) is held out and never used here, so that bench
+understanding still measures wording the judgement has not seen.
 
     .venv/bin/python scripts/statement_examples.py
 """
@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("understanding_tune.json", "understanding_dev2.json", "understanding_dev3.json")
+SOURCES = ("understanding_tune.json", "understanding_dev2.json", "understanding_dev3.json",
+           "understanding_dev4.json")
 OUT = ROOT / "memory" / "engine" / "data" / "statement_examples.json"
 
 
