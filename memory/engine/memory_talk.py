@@ -19,7 +19,15 @@ from datetime import datetime
 
 from memory.engine.language import parse, parse_all
 from memory.engine.long_term import normalise_fact
-from memory.engine.reading import EXCLUSIVE_SLOTS, Reading, kept_back, normalise_statement, parts_of, read
+from memory.engine.reading import (
+    EXCLUSIVE_SLOTS,
+    Reading,
+    in_plain_order,
+    kept_back,
+    normalise_statement,
+    parts_of,
+    read,
+)
 from memory.engine.text import clean_text, content_terms, is_question
 from memory.engine.wording import to_person
 
@@ -330,7 +338,8 @@ def denial(text: str) -> tuple[str, str] | None:
     Exeter" → ("Exeter", "Warwick"). None when it denies nothing by name. Read on the parse: the
     words after "not", and before it the name of the same kind (an entity of the same label, else
     the noun phrase that ends there)."""
-    docs = parse_all(parts_of(clean_text(text)))  # the reader's parses, cached
+    # the reader's parses (cached), a cleft in its plain order: "it's pecans I react to, not walnuts"
+    docs = [in_plain_order(doc) for doc in parse_all(parts_of(clean_text(text)))]
     for doc, after in zip(docs, [*docs[1:], None], strict=True):
         found = _denial_in(doc, after)
         if found is not None:
@@ -344,8 +353,11 @@ def _denial_in(doc, after_doc=None) -> tuple[str, str] | None:
             continue
         after = [t for t in doc[token.i + 1:token.i + 6]]
         old_words = []
+        # "Violin, not viola!": after a comma, a last word the tagger took for a verb is the value denied
+        lone = (token.i > 0 and doc[token.i - 1].text == "," and len(after) > 1 and after[1].is_punct
+                and after[0].tag_ in ("VB", "VBP"))
         for t in after:
-            if t.is_punct or t.pos_ in ("VERB", "AUX", "PRON", "CCONJ", "SCONJ"):
+            if t.is_punct or t.pos_ in ("AUX", "PRON", "CCONJ", "SCONJ") or (t.pos_ == "VERB" and not lone):
                 break
             if t.pos_ != "DET" or old_words:
                 old_words.append(t)

@@ -12,6 +12,7 @@ from memory.engine.memory_talk import (
     choose,
     contradicts,
     correction_parts,
+    denial,
     detect,
     first_person,
     group,
@@ -102,3 +103,16 @@ def test_numbers_are_part_of_what_a_target_names():
     assert [[c.ident for c in g.members] for g in group("dish number 7", [seven, seventeen])] == [["7"]]
     assert choose("yes, please", ["a"]) == [0]
 
+
+
+@pytest.mark.parametrize(("message", "said"), [
+    ("Actually I got that wrong, it's pecans I react to, not walnuts.", ("pecans", "walnuts")),  # a cleft
+    ("Violin, not viola! I'd never survive the viola jokes", ("Violin", "viola")),  # "viola" tagged a verb
+])
+def test_a_denial_is_read_in_a_cleft_and_past_a_tagging_slip(message, said):
+    assert denial(message) == said
+    assert detect(message).intent is Intent.CORRECT
+
+
+def test_a_verb_after_not_denies_nothing():
+    assert denial("I'm at home, not working") is None

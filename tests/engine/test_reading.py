@@ -404,3 +404,18 @@ def test_a_question_after_a_comma_leaves_the_statement_before_it(statement, fact
 @pytest.mark.parametrize("statement", ["Where do I live, can you remind me?", "Do I have a dog, could you check?"])
 def test_a_question_before_the_comma_is_still_a_question(statement):
     assert facts(statement) == []
+
+
+@pytest.mark.parametrize(("statement", "fact"), [
+    ("sorry, I got that wrong, it's aspirin I'm allergic to", "User is allergic to aspirin"),
+    ("it's aspirin I'm allergic to", "User is allergic to aspirin"),  # the parse cuts it in two sentences
+    ("honestly it's the cello I play most", "User plays the cello most"),
+])
+def test_a_cleft_after_other_words_or_cut_apart_is_read_in_its_plain_order(statement, fact):
+    assert fact in facts(statement)
+
+
+@pytest.mark.parametrize("statement", ["It's raining I think.", "it's great I love it", "it's a shame I can't come"])
+def test_it_is_and_a_clause_without_a_gap_is_no_cleft(statement):
+    assert "User is allergic" not in " ".join(facts(statement))
+    assert all(r.slot != "activity" for r in read(statement))

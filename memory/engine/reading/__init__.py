@@ -23,7 +23,7 @@ I …", "never store this: …"). Their public names are re-exported here.
 
 from .clauses import EXCLUSIVE_SLOTS, SELF, Reading, clauses
 from .kinds import value_of
-from .reader import mention_of, normalise_statement, parse_parts, parts_of, read, read_all, read_doc
+from .reader import in_plain_order, mention_of, normalise_statement, parse_parts, parts_of, read, read_all, read_doc
 from .requests import KeptBack, kept_back
 from .words import clause_text, third_singular
 
@@ -34,6 +34,7 @@ __all__ = [
     "Reading",
     "clause_text",
     "clauses",
+    "in_plain_order",
     "kept_back",
     "mention_of",
     "normalise_statement",

@@ -234,6 +234,53 @@ def _unclefted(doc) -> str:
     return text[:1].upper() + text[1:]
 
 
+_FOCUS_PARTS = frozenset({"NOUN", "PROPN", "ADJ", "DET", "NUM", "PART", "CCONJ", "ADP"})
+_GAP_FILLERS = frozenset({"dobj", "ccomp", "xcomp", "prep", "attr", "acomp", "dative"})
+
+
+def _cleft_said_apart(doc) -> str:
+    """ "sorry, I got that wrong, it's aspirin I'm allergic to", "it's Boston I'm running": a cleft
+    after other words, or one the parse cut in two sentences ("it's aspirin." "I'm allergic to."),
+    which _unclefted cannot see. "it's" and its short focus, then "I" or "we" and a clause with a
+    gap (a preposition with no object, a verb with none), said in the plain order: "I'm allergic to
+    aspirin". "" when there is no such cleft."""
+    for it in doc:
+        be = it.head
+        if it.lower_ != "it" or it.dep_ not in SUBJECTS or be.lemma_ != "be" or be.i != it.i + 1 or (
+                it.i > 0 and not doc[it.i - 1].is_punct):
+            continue
+        start = be.i + 1
+        end = next((t.i for t in doc[start:] if t.is_punct or (t.lower_ in PRONOUNS_SELF and t.dep_ in SUBJECTS)),
+                   len(doc))
+        if end >= len(doc) or doc[end].is_punct or not 0 < end - start <= 4:
+            continue
+        focus = doc[start:end]
+        if any(t.pos_ not in _FOCUS_PARTS or t.ent_type_ in ("DATE", "TIME") or t.lemma_.lower() in _JUDGEMENTS
+               for t in focus) or not any(t.pos_ in ("NOUN", "PROPN", "ADJ") for t in focus):
+            continue
+        stop = next((t.i for t in doc[end:] if t.is_punct), len(doc))
+        inner = range(end, stop)
+        gap = next((t for t in doc[end:stop] if t.dep_ == "prep" and not any(c.i in inner for c in t.children)), None)
+        verb = doc[end].head
+        if gap is None and verb.pos_ == "VERB" and verb.i in inner and not any(
+                c.dep_ in _GAP_FILLERS and c.i in inner for c in verb.children):
+            gap = next((c for c in verb.children if c.dep_ == "prt" and c.i in inner), verb)
+        if gap is None:
+            continue
+        words = [doc[:it.i].text, doc[end:gap.i + 1].text, focus.text, doc[gap.i + 1:].text]
+        text = " ".join(w for w in words if w)
+        text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+('m|'s|'re|'ve|'d|'ll|n't)\b", r"\1", text))
+        return text[:1].upper() + text[1:]
+    return ""
+
+
+def in_plain_order(doc):
+    """A part's parse with a cleft said in its plain order ("it's pecans I react to" -> "I react to
+    pecans"), or the parse itself."""
+    again = _unclefted(doc) or _cleft_said_apart(doc)
+    return parse(again) if again else doc
+
+
 _SO_NOT_A_LINK = frozenset({"that", "much", "many", "far", "long", "too", "so"})
 
 
@@ -300,7 +347,7 @@ def read(text: str) -> tuple[Reading, ...]:
     found: dict[tuple[str, str], Reading] = {}
     docs = parse_all(parts_of(text))
     docs = [parse(again) if (again := _repaired(doc)) else doc for doc in docs]
-    docs = [parse(again) if (again := _unclefted(doc)) else doc for doc in docs]
+    docs = [in_plain_order(doc) for doc in docs]
     for doc in docs:
         readings = read_doc(doc)
         if not readings and (again := _so_set_off(doc)):
