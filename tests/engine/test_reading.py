@@ -419,3 +419,33 @@ def test_a_cleft_after_other_words_or_cut_apart_is_read_in_its_plain_order(state
 def test_it_is_and_a_clause_without_a_gap_is_no_cleft(statement):
     assert "User is allergic" not in " ".join(facts(statement))
     assert all(r.slot != "activity" for r in read(statement))
+
+
+@pytest.mark.parametrize(("statement", "plan"), [
+    ("I'm moving to Perth in June.", "User is moving to Perth in June"),
+    ("We're moving to Leeds in the spring", "User is moving to Leeds in the spring"),
+])
+def test_a_move_under_way_is_a_plan_not_the_home_now(statement, plan):
+    found = read(statement)
+    assert [(r.slot, r.text) for r in found] == [("plan", plan)]
+
+
+def test_a_move_said_as_done_or_now_is_the_home():
+    assert [(r.slot, r.value) for r in read("we're moving to Leeds now")] == [("residence", "leeds")]
+    assert [(r.slot, r.value) for r in read("I moved to Leeds in 2019")] == [("residence", "leeds")]
+
+
+@pytest.mark.parametrize("statement", ["I moved my savings to Monzo", "moved everything over to Monzo"])
+def test_moving_things_is_no_move_of_home(statement):
+    assert all(r.slot != "residence" for r in read(statement))
+
+
+def test_a_change_with_its_i_left_out_is_kept_and_an_outing_is_not():
+    [switched] = read("switched to a Pixel 8 last week, android is taking some getting used to")
+    assert switched.text == "User switched to a Pixel 8 last week" and switched.change
+    assert read("went to Paris last week") == ()
+
+
+def test_closing_an_account_says_what_ended():
+    [closed] = read("closed the barclays account yesterday")
+    assert closed.ended == "barclays account" and closed.change

@@ -171,7 +171,10 @@ def kind_of(clause: Clause, whose: str) -> str:
         return "name"
     if "birthday" in lemmas or (head == "bear" and entities(clause, "DATE")):
         return "birthday"
-    if head in lx.RESIDENCE_VERBS and not _partnered(clause):
+    # "moved my savings to Monzo", "moved everything over": a move of things, not of the person
+    carried = head in ("move", "relocate") and any(c.dep_ == "dobj" and c.lemma_.lower() not in ("house", "home")
+                                                   for c in kind_verb(clause).children)
+    if head in lx.RESIDENCE_VERBS and not _partnered(clause) and not carried:
         return "residence"
     if _employment(clause):
         return "employer"
@@ -184,7 +187,7 @@ def kind_of(clause: Clause, whose: str) -> str:
     if head in ("die", "pass", "bury") or (head == "run" and "away" in lemmas) or (head == "put" and "down" in lemmas
                                                                                   and nouns & lx.PET_SPECIES):
         return "pet"
-    if head in lx.RESIDENCE_VERBS or (lemmas & lx.PLACES and (entities(clause, "GPE", "LOC") or (
+    if (head in lx.RESIDENCE_VERBS and not carried) or (lemmas & lx.PLACES and (entities(clause, "GPE", "LOC") or (
             head == "be" and object_of(clause.head, "in") is not None
             and object_of(clause.head, "in").pos_ == "PROPN"))):
         return "residence"

@@ -319,7 +319,8 @@ def read_clause(clause: Clause, sent: Span) -> Iterator[Reading]:
     if not direct and slot not in _STRONG:
         return
     if clause.subject is None and not slot and not (given_up_in(clause) or any(
-            c.dep_ in ("dobj", "attr") and c.pos_ in ("NOUN", "PROPN") for c in clause.head.children)):
+            c.dep_ in ("dobj", "attr") and c.pos_ in ("NOUN", "PROPN") for c in clause.head.children)
+            or _done_to(clause, sent)):
         return  # "Pouring all day here": a clause without its subject says what it is about, or nothing
     if not any(t.pos_ in ("VERB", "AUX") for t in clause.tokens):
         given_up = given_up_in(clause)
@@ -348,6 +349,9 @@ def read_clause(clause: Clause, sent: Span) -> Iterator[Reading]:
     if tense == "future" or (entities(clause, "DATE", "TIME") and head.tag_ == "VBG"
                              and slot in ("activity", "", "education") and tense == "present"):
         slot = "plan"
+    if (slot == "residence" and head.lemma_ in ("move", "relocate", "emigrate") and head.tag_ == "VBG"
+            and tense == "present" and not lemmas & {"now", "currently"}):
+        slot = "plan"  # "I'm moving to Perth in June": where they will live, not yet where they do
     slot = slot or "other"
     past = "used" in lemmas or (tense == "past" and slot in ("residence", "employer", "occupation")
                                 and head.lemma_ in ("live", "work", "be"))
@@ -386,6 +390,17 @@ def read_clause(clause: Clause, sent: Span) -> Iterator[Reading]:
     yield Reading(subject=whose, slot=slot, key=fact_key(clause, slot), value=fact_value(clause, slot), text=text,
                   ended=given_up or _denied(clause), change=bool(given_up) or _changed(clause, sent), past=past,
                   negated=is_negated(clause), clause=clause.text)
+
+
+_CHANGING = frozenset({"switch", "change", "upgrade", "convert", "transfer", "move", "swap"})
+
+
+def _done_to(clause: Clause, sent: Span) -> bool:
+    """ "switched to a Pixel 8 last week": a sentence that opens on a past verb of change, its "I"
+    left out, and goes to something named ("went to Paris last week" is an outing, not a change)."""
+    head = clause.head
+    return head.tag_ == "VBD" and head.i == sent.start and head.lemma_.lower() in _CHANGING and any(
+        c.dep_ == "prep" and any(o.dep_ == "pobj" and o.pos_ == "PROPN" for o in c.children) for c in head.children)
 
 
 def _fragment(clause: Clause, slot: str) -> Iterator[Reading]:

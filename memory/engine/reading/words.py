@@ -159,7 +159,7 @@ def templated(slot: str, whose: str, value: str, *, name: str = "") -> str:
 # --- the fact's key and value, and what it ends -----------------------------------------------
 
 GIVING_UP = frozenset({"sell", "stop", "quit", "drop", "ditch", "give", "switch", "leave", "cancel", "lose", "trade",
-                       "uninstall", "cut", "scrap", "dump"})
+                       "uninstall", "cut", "scrap", "dump", "close", "delete", "deactivate"})
 
 
 def given_up_in(clause: Clause) -> str:
