@@ -179,6 +179,10 @@ def answer_from_facts(message: str, facts: Sequence[KnownFact]) -> str | None:
     scored = [entry for entry in scored if (entry[1].valid_until is not None) == asked.past]
     if not scored:
         return None
+    # What is answers before what they said has ended ("you work at Monzo", not "you left the café"),
+    # however many of the question's words the ending shares.
+    holding = [entry for entry in scored if not (entry[2].change and entry[2].ended and not entry[2].value)]
+    scored = holding or scored
     best = max(score for score, _, _ in scored)
     found = [(fact, reading) for score, fact, reading in scored if score >= best - 0.5]
     current = _latest_per_slot([(f, r) for f, r in found if f.valid_until is None])

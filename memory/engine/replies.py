@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from .fact_answers import KnownFact, answer_from_facts
-from .supersession import asks_about_the_past, says_superseded, successor_in
+from .supersession import asks_about_the_past, says_superseded, successor_in, superseded_text
 from .text import WORD, clean_text, content_terms, is_question, sentence_inside, split_sentences, stem
 from .types import RecalledItem
 from .when import day_text, relative_dates
@@ -439,7 +439,7 @@ def _compose(message: str, items: Sequence[RecalledItem], *, user_name: str | No
         if known is not None:
             return known
     evidence = gather_evidence(message, items, query_terms=query_terms, user_names=user_names, sona_name=sona_name)
-    evidence = current_first(message, evidence, items)
+    evidence = current_first(message, evidence, items, facts)
     if not asks(message):
         return acknowledge(message, evidence, user_name=user_name, now=now, noted=noted)
     if not query_terms and _RECALL_ALL.search(message):
@@ -447,10 +447,17 @@ def _compose(message: str, items: Sequence[RecalledItem], *, user_name: str | No
     return answer(evidence, user_name=user_name, now=now)
 
 
-def current_first(message: str, evidence: list[Evidence], items: Sequence[RecalledItem]) -> list[Evidence]:
-    """What a superseded memory said ("I live in Leeds", once they moved) counts for less, unless
-    the message asks about the past ("where did I live before York?")."""
+def current_first(message: str, evidence: list[Evidence], items: Sequence[RecalledItem],
+                  facts: Sequence[KnownFact] = ()) -> list[Evidence]:
+    """What a superseded memory said ("I live in Leeds", once they moved) gives way to what took its
+    place, unless the message asks about the past ("where did I live before York?"): a sentence
+    that says it is answered by its successor, from when it took over, or counts for less where no
+    successor is known. The superseded memories are those recalled and those among `facts`."""
     stale = [item for item in items if item.kind in _NOTED_KINDS and "superseded" in item.breakdown]
+    stale += [RecalledItem(kind="kb_fact", ref=fact.id, text=superseded_text(fact.text, fact.valid_until,
+                                                                             fact.successor),
+                           breakdown={"superseded": 1.0, "until": fact.valid_until.timestamp()})
+              for fact in facts if fact.valid_until is not None]
     if not stale or asks_about_the_past(message):
         return evidence
     weighed: list[Evidence] = []
@@ -459,16 +466,19 @@ def current_first(message: str, evidence: list[Evidence], items: Sequence[Recall
         if not ended:
             weighed.append(found)
             continue
-        weighed.append(replace(found, relevance=found.relevance * _STALE_WEIGHT))
-        for item in ended:  # what took its place answers in its stead, from when it did
-            successor = successor_in(item.text)
+        successors = {successor_in(item.text): item for item in ended if successor_in(item.text)}
+        if not successors:
+            weighed.append(replace(found, relevance=found.relevance * _STALE_WEIGHT))
+        for successor, item in successors.items():  # what took its place answers in its stead
             until = item.breakdown.get("until")
-            if successor:
-                newer = replace(item, text=successor, breakdown={},
-                                timestamp=datetime.fromtimestamp(until, UTC) if until else None)
-                weighed.append(Evidence(found.relevance, found.semantic, found.matched, newer, "noted", successor,
-                                        found.order))
-    return sorted(weighed, key=lambda e: (-e.relevance, e.order, e.sentence))
+            newer = replace(item, text=successor, breakdown={},
+                            timestamp=datetime.fromtimestamp(until, UTC) if until else None)
+            weighed.append(Evidence(found.relevance, found.semantic, found.matched, newer, "noted", successor,
+                                    found.order))
+    unique: dict[tuple[str, str], Evidence] = {}
+    for found in sorted(weighed, key=lambda e: -e.relevance):  # a successor found twice, once
+        unique.setdefault((found.speaker, found.sentence), found)
+    return sorted(unique.values(), key=lambda e: (-e.relevance, e.order, e.sentence))
 
 
 def _everything(items: Sequence[RecalledItem], *, user_names: frozenset[str], sona_name: str | None) -> list[Evidence]:

@@ -325,6 +325,9 @@ def asks_about_the_past(query: str) -> bool:
 def says_superseded(sentence: str, superseded: Sequence[str]) -> bool:
     """Whether a sentence states a value that a superseded memory held: once Leeds is history,
     "I live in Leeds" answers "where do I live?" only about the past."""
+    bases = {_SUPERSEDED_MARK.sub("", text).lower() for text in superseded}
+    if any(reading.text.lower() in bases for reading in read(sentence)):
+        return True  # "I drive a 2009 Honda Civic", read as the fact that was ended: of any kind
     old = [c for text in superseded for c in claims_of(text) if c.value and not c.past]
     if not old:
         return False
@@ -334,6 +337,8 @@ def says_superseded(sentence: str, superseded: Sequence[str]) -> bool:
                for claim in claims_of(sentence) for stale in old)
 
 
+# What superseded_text adds to a fact: its period and what took its place.
+_SUPERSEDED_MARK = re.compile(r" \((?:until [^;)]*)?(?:; since then: .+)?\)$")
 _SINCE_THEN = re.compile(r"; since then: (?P<successor>.+)\)$")
 
 

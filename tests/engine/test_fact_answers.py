@@ -43,6 +43,25 @@ def test_the_newest_value_of_a_one_value_slot_answers():
     assert compose_reply("What is my job?", [], facts=facts).startswith("You work as a librarian")
 
 
+def test_what_holds_answers_before_what_was_said_to_have_ended():
+    """ "What's my job?" shares "job" with "you left your job at the café", and was answered by it."""
+    facts = [KnownFact("User left their job at the café", JUNE), KnownFact("User works as a junior developer at Monzo",
+                                                                        JUNE)]
+    assert compose_reply("What's my job?", [], facts=facts).startswith("You work as a junior developer at Monzo")
+
+
+def test_a_turn_that_said_a_superseded_fact_gives_way_to_its_successor():
+    """ "I drink about four coffees a day" quoted for "how much coffee do I drink?" after they cut it
+    out: the recalled turn said what a superseded fact holds, so what took its place answers."""
+    page = RecalledItem(kind="stm_page", ref="p1", text="User: I drink about four coffees a day",
+                        score=0.9, timestamp=MARCH, breakdown={"similarity": 0.9})
+    facts = [KnownFact("User drinks about four coffees a day", MARCH, valid_until=JUNE,
+                       successor="User cut out coffee completely, herbal tea only now"),
+             KnownFact("User cut out coffee completely, herbal tea only now", JUNE)]
+    reply = compose_reply("How much coffee do I drink?", [page], now=JUNE, facts=facts)
+    assert "herbal tea" in reply and "four" not in reply
+
+
 @pytest.mark.parametrize(("question", "slots"), [
     ("Where do I live?", ("residence",)), ("Who do I work for?", ("employer",)),
     ("What's my cat's name?", ("pet",)), ("When is my birthday?", ("birthday",)),
