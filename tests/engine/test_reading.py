@@ -449,3 +449,27 @@ def test_a_change_with_its_i_left_out_is_kept_and_an_outing_is_not():
 def test_closing_an_account_says_what_ended():
     [closed] = read("closed the barclays account yesterday")
     assert closed.ended == "barclays account" and closed.change
+
+
+@pytest.mark.parametrize(("statement", "fact"), [
+    ("axolotl owner here 🦎 is it normal for the tank to go cloudy?", "User is an axolotl owner"),
+    ("shellfish allergy over here 🦐 what can i order at a seafood place", "User has a shellfish allergy"),
+    ("Nurse here.", "User works as a nurse"),
+])
+def test_a_label_and_here_opening_a_message_says_who_the_person_is(statement, fact):
+    assert fact in facts(statement)
+
+
+@pytest.mark.parametrize("statement", ["Same here, honestly.", "My kids here are driving me mad",
+                                       "Island girl here, Samoa born, Auckland raised."])
+def test_here_inside_a_sentence_or_before_more_of_the_label_is_left_alone(statement):
+    assert not [fact for fact in facts(statement) if fact.startswith(("User is a", "User is an"))]
+
+
+def test_a_report_without_what_was_said_is_no_fact():
+    assert "User's head of department announced" not in facts("Our head of department announced she's retiring.")
+    assert any(fact.startswith("User knit") for fact in facts("I knit, I bake sourdough, and I do the pub quiz."))
+
+
+def test_a_shift_is_no_employer():
+    assert [r.slot for r in read("I work the 4am shift at a bakery in Fitzroy.")] == ["work"]

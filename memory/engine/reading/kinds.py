@@ -112,7 +112,7 @@ def employer_of(head: Token) -> Token | None:
     found = object_of(head, "at", "for", "with", "by", "from")
     if found is None:
         found = next((c for c in head.children if c.dep_ in ("dobj", "attr") and c.pos_ in ("PROPN", "NOUN")), None)
-    if found is not None and found.lemma_.lower() in ("job", "work", "position", "role"):
+    if found is not None and found.lemma_.lower() in ("job", "work", "position", "role", "shift", "hour", "overtime"):
         found = object_of(found, "at", "with", "for")
     return found if found is not None and (found.pos_ == "PROPN" or any(
         c.dep_ == "det" and c.lower_ == "the" for c in found.children)) else None

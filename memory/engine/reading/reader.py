@@ -281,6 +281,42 @@ def in_plain_order(doc):
     return parse(again) if again else doc
 
 
+# "shellfish allergy over here": what the person has rather than is
+_HAD = frozenset({"allergy", "intolerance", "condition", "disorder", "syndrome", "disease", "phobia"})
+_ASKING_WORDS = frozenset({"what", "when", "where", "who", "which", "why", "how", "you", "any", "anyone"})
+_NOT_IN_A_LABEL = frozenset({"DET", "PRON", "AUX", "ADP", "CCONJ", "SCONJ", "PART", "INTJ", "PUNCT"})
+
+
+def _said_here(doc) -> str:
+    """ "axolotl owner here 🦎 is it normal…", "Nurse here.", "native tamil speaker here, english is
+    my second language": chat's way of saying "I'm an axolotl owner", a short label opening the
+    message and "here" (or "over here"), then nothing, a mark or another sentence. Said again as
+    "I'm an axolotl owner." and the rest; "" when the message opens otherwise ("Pouring all day
+    here", "Same here", "My kids here are driving me mad")."""
+    here = next((t.i for t in doc[:7] if t.lower_ == "here"), None)
+    if here is None or here == 0:
+        return ""
+    end = here - 1 if doc[here - 1].lower_ == "over" else here
+    label = doc[0:end]
+    after = doc[here + 1] if here + 1 < len(doc) else None
+    if not label or any(t.pos_ in _NOT_IN_A_LABEL or t.tag_ in ("VBG", "VBD", "VBN", "VBZ", "MD") for t in label) or (
+            label[-1].pos_ not in ("NOUN", "PROPN") or label[-1].tag_ in ("NNS", "NNPS") or label[0].like_num):
+        return ""
+    if after is not None and after.is_alpha and not after.is_punct:
+        return ""  # "My kids here are …": "here" inside a sentence that goes on
+    words = label.text
+    if label[-1].lemma_.lower() in _HAD:
+        said = f"I have {'an' if words[:1].lower() in 'aeiou' else 'a'} {words}."
+    else:
+        said = f"I'm {'an' if words[:1].lower() in 'aeiou' else 'a'} {words}."
+    start = next((t.i for t in doc[here + 1:] if t.is_alpha or t.like_num), len(doc))  # past marks and emoji
+    rest = doc[start:].text.strip()
+    asking = "?" in rest or any(t.lower_ in _ASKING_WORDS for t in parse(rest))
+    if rest and not asking and not read(rest):
+        return ""  # "Island girl here, Samoa born, Auckland raised": the rest is the label's, kept as said
+    return f"{said} {rest[:1].upper()}{rest[1:]}" if rest else said
+
+
 _SO_NOT_A_LINK = frozenset({"that", "much", "many", "far", "long", "too", "so"})
 
 
@@ -348,6 +384,7 @@ def read(text: str) -> tuple[Reading, ...]:
     docs = parse_all(parts_of(text))
     docs = [parse(again) if (again := _repaired(doc)) else doc for doc in docs]
     docs = [in_plain_order(doc) for doc in docs]
+    docs = [parse(again) if (again := _said_here(doc)) else doc for doc in docs]
     for doc in docs:
         readings = read_doc(doc)
         if not readings and (again := _so_set_off(doc)):

@@ -384,6 +384,9 @@ def read_clause(clause: Clause, sent: Span) -> Iterator[Reading]:
     text = clause_text(clause)
     if len(text.split()) < 2 or text.split()[-1] in ("has", "is", "was", "does", "have", "got", "had"):
         return  # "User has": the parse left the clause's object elsewhere
+    if text.split()[-1] == head.text and head.lemma_.lower() in _SAYING and any(c.dep_ == "ccomp"
+                                                                                for c in head.children):
+        return  # "Our head of department announced": what was said is its own clause, read as such
     if not says_something(clause):
         return  # "I finally did it": nothing but pronouns after the verb
     given_up = given_up_in(clause)
@@ -392,6 +395,9 @@ def read_clause(clause: Clause, sent: Span) -> Iterator[Reading]:
                   negated=is_negated(clause), clause=clause.text)
 
 
+# Verbs that report what someone said or thought: the clause they report is read on its own.
+_SAYING = frozenset({"say", "announce", "tell", "think", "claim", "mention", "report", "hear", "reckon", "believe",
+                     "admit", "explain", "confirm", "reveal", "insist", "suggest", "complain", "warn", "text", "email"})
 _CHANGING = frozenset({"switch", "change", "upgrade", "convert", "transfer", "move", "swap"})
 
 
