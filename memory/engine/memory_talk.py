@@ -407,18 +407,26 @@ def given_value(text: str):
     """The value a correction gives, read on the parse: what "it's" or "I meant" names ("it's Khloe
     with a K" → Khloe, "I meant statistics" → statistics, "it's July 12" → July 12), else its first
     name, number or date. None when it names nothing."""
+    return next(iter(given_values(text)), None)
+
+
+def given_values(text: str) -> list:
+    """Every value a correction may give, the likeliest first (given_value's order, then each other
+    name, number or date): "the Perth move is in July" gives Perth and July, and the one the fact
+    does not already hold is the correction."""
+    found = []
     for doc in parse_all(parts_of(clean_text(text))):
         first = next((t for t in doc if not t.is_punct), None)
         if first is not None and first.pos_ in ("PROPN", "NOUN", "NUM"):
-            return _value_span(first)  # "I meant statistics, economics was …"
-        for token in doc:
-            if token.dep_ in ("attr", "dobj", "oprd") and (token.head.lemma_ in ("be", "mean") or token.head.lower_ in (
-                    "'s", "is")) and token.pos_ in ("PROPN", "NOUN", "NUM"):
-                return _value_span(token)
-        found = next((t for t in doc if t.pos_ in ("PROPN", "NUM") and t.lower_ not in ("i", "sorry")), None)
-        if found is not None:
-            return _value_span(found)
-    return None
+            found.append(_value_span(first))  # "I meant statistics, economics was …"
+        found += [_value_span(token) for token in doc if token.dep_ in ("attr", "dobj", "oprd") and (
+            token.head.lemma_ in ("be", "mean") or token.head.lower_ in ("'s", "is"))
+            and token.pos_ in ("PROPN", "NOUN", "NUM")]
+        found += [_value_span(t) for t in doc if t.pos_ in ("PROPN", "NUM") and t.lower_ not in ("i", "sorry")]
+    spans = {}
+    for span in found:
+        spans.setdefault((span.start, span.end, span.doc.text), span)
+    return list(spans.values())
 
 
 def _value_span(token):
@@ -434,13 +442,15 @@ def _value_span(token):
 _NAMES = frozenset({"PERSON", "GPE", "LOC", "ORG", "NORP", "FAC", "PRODUCT", "WORK_OF_ART"})
 
 
-def replace_given(fact: str, given) -> str:
+def replace_given(fact: str, given, *, same_label: bool = False) -> str:
     """A fact with the value of the same kind as `given` replaced by it ("Chloe is User's daughter",
     Khloe → "Khloe is User's daughter"; "User's birthday is June 12", July 12 → "… is July 12"); ""
-    when the fact holds no value of that kind."""
+    when the fact holds no value of that kind (`same_label`: no entity of the given one's label)."""
     doc = parse(normalise_statement(fact))
     label = given.label_ if hasattr(given, "label_") else given.root.ent_type_
     same = [e for e in doc.ents if label and e.label_ == label]
+    if same_label and not same:
+        return ""
     if not same and label in _NAMES:  # the tagger calls one name a person, another a place
         same = [e for e in doc.ents if e.label_ in _NAMES]
     if not same:

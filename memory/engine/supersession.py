@@ -222,6 +222,9 @@ _REPLACING = frozenset(stem(w) for w in """switch switched instead anymore longe
 swap swapped now nowadays these actually sorry meant wrong mixed autocorrect""".split())
 # Kinds a person has many of at once: a new one is another, not a replacement.
 _MANY = frozenset({"pet", "family", "partner", "name", "trip"})
+# Kinds the reader tells apart by little ("the anniversary is in August" a plan, "…in October
+# actually" something said): for a statement that says it replaces, one kind.
+_LOOSE_KINDS = frozenset({"plan", "activity", "other"})
 SAME_TOPIC = 0.6  # MiniLM cosine of two facts' texts at or above which they speak of the same thing
 
 
@@ -239,7 +242,8 @@ def topic_verdicts(statement: str, new_text: str, current: Sequence[Memory],
     found = []
     for memory in current:
         olds = read(memory.text)
-        same = [n for n in news for o in olds if (n.subject, n.slot) == (o.subject, o.slot)]
+        same = [n for n in news for o in olds if n.subject == o.subject and (
+            n.slot == o.slot or {n.slot, o.slot} <= _LOOSE_KINDS)]
         if not same or memory.text.lower() == new_text.lower():
             continue
         closeness = similarity(new_text, memory.text)

@@ -241,15 +241,17 @@ RECENT_TURNS = 3
 def _meant(user, page: DialoguePage, said: str) -> TalkReply | None:
     """ "Sorry, I meant Porto", "no wait it's Khloe with a K": the value a correction gives, in the
     newest fact of the last few turns that holds a value of its kind (a name, a date, a number)."""
-    given = talk.given_value(said)
-    if given is None:
+    givens = talk.given_values(said)
+    if not givens:
         return None
     recent = [str(p) for p in DialoguePage.objects.filter(user=user, seq__lt=page.seq).order_by("-seq")
               .values_list("id", flat=True)[:RECENT_TURNS]]
     facts = sorted((f for f in facts_known(user=user)[0] if any(s.page_id in recent for s in f.sources)),
                    key=lambda f: -max(recent.index(s.page_id) * -1 for s in f.sources if s.page_id in recent))
     for fact in facts:
-        text = talk.replace_given(fact.text, given)
+        # the likeliest value by its kind of word; another only where the fact holds one of its label
+        text = next((t for n, given in enumerate(givens) if (t := talk.replace_given(fact.text, given,
+                                                                                   same_label=n > 0))), "")
         if text:
             return _correct_groups(user, "", [talk.Group((talk.Candidate("fact", fact.id, fact.text),))], text=text,
                                    page=page)

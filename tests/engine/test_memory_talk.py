@@ -15,9 +15,11 @@ from memory.engine.memory_talk import (
     denial,
     detect,
     first_person,
+    given_values,
     group,
     period,
     quotes,
+    replace_given,
     third_person,
 )
 
@@ -116,3 +118,13 @@ def test_a_denial_is_read_in_a_cleft_and_past_a_tagging_slip(message, said):
 
 def test_a_verb_after_not_denies_nothing():
     assert denial("I'm at home, not working") is None
+
+
+def test_a_correction_gives_the_value_the_fact_does_not_already_hold():
+    """ "oops, the Perth move is in July": Perth is named first, but the fact holds it already."""
+    givens = given_values("oops, the Perth move is in July, I typed the wrong month")
+    assert [g.text for g in givens][:2] == ["Perth", "July"]
+    fact = "User is moving to Perth in June"
+    assert replace_given(fact, givens[0]) == ""
+    assert replace_given(fact, givens[1], same_label=True) == "User is moving to Perth in July"
+    assert replace_given("User's sister Ana lives in Porto", givens[1], same_label=True) == ""  # no date to set right

@@ -13,6 +13,7 @@ from memory.engine.supersession import (
     same_value,
     supersession_candidates,
     supersession_decide,
+    topic_verdicts,
 )
 
 
@@ -197,3 +198,19 @@ def test_the_replay_marks_a_superseded_fact_and_an_operators_rejection_undoes_it
 ])
 def test_what_the_dev_conversations_taught_is_no_clash(old, new):
     assert supersession_decide(new, memories(old)) == NO_VERDICT
+
+
+def test_a_statement_that_replaces_ends_what_it_speaks_of_across_kinds_told_apart_by_little():
+    """ "our anniversary's in October actually" is read as something said, the earlier "…is in
+    August" as a plan: for a statement that says it replaces, close in meaning, one kind."""
+    old = memories("User's wedding anniversary is in August")
+    found = topic_verdicts("our anniversary's in October actually", "User's anniversary is in October actually",
+                           old, lambda first, second: 0.77)
+    assert [(v.decision, v.old_id) for v in found] == [(Decision.SUPERSEDE, "m0")]
+    assert topic_verdicts("our anniversary's in October", "User's anniversary is in October", old,
+                          lambda first, second: 0.77) == []  # no word of replacing
+
+
+def test_kinds_apart_are_still_apart_for_a_statement_that_replaces():
+    old = memories("User lives in Leeds")
+    assert topic_verdicts("I'm actually vegan now", "User is vegan", old, lambda first, second: 0.9) == []
