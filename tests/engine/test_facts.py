@@ -21,7 +21,8 @@ def texts(statement: str) -> list[str]:
     ("I'm vegetarian now.", ["User is vegetarian"]),
     ("I love hiking and I hate coffee.", ["User loves hiking", "User hates coffee"]),
     ("My favourite food is sushi.", ["User's favourite food is sushi"]),
-    ("My brother's daughter Lia starts school in May.", ["Lia is User's brother's daughter"]),
+    ("My brother's daughter Lia starts school in May.",  # family's schooling is the person's to tell
+     ["Lia is User's brother's daughter", "User's brother's daughter Lia starts school in May"]),
     ("I'm flying to Kyoto on April 3rd.", ["User is flying to Kyoto on April 3rd"]),
     ("I'm allergic to peanuts.", ["User is allergic to peanuts"]),
     ("I quit my job at Acme.", ["User left their job at Acme"]),

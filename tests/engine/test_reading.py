@@ -473,3 +473,9 @@ def test_a_report_without_what_was_said_is_no_fact():
 
 def test_a_shift_is_no_employer():
     assert [r.slot for r in read("I work the 4am shift at a bakery in Fitzroy.")] == ["work"]
+
+
+def test_where_family_go_to_school_is_the_persons_to_tell():
+    [school] = read("My son goes to Oakfield School.")
+    assert (school.subject, school.slot, school.text) == ("son", "education", "User's son goes to Oakfield School")
+    assert read("My coworker is studying for her exams") == ()

@@ -214,7 +214,7 @@ _FIGURATIVE = frozenset({"basically", "practically", "literally", "virtually"})
 _STRONG = frozenset({"diet", "allergy", "health", "preference", "language", "plan", "origin", "family", "pet",
                      "partner", "name", "age", "birthday"})
 _ABOUT_OTHERS = frozenset({"residence", "employer", "occupation", "age", "health", "diet", "allergy", "origin",
-                           "language"})
+                           "language", "education"})
 REQUESTS = frozenset({"please", "pls", "plz"})
 
 
