@@ -453,6 +453,7 @@ def test_closing_an_account_says_what_ended():
 
 @pytest.mark.parametrize(("statement", "fact"), [
     ("axolotl owner here 🦎 is it normal for the tank to go cloudy?", "User is an axolotl owner"),
+    ("axolotl owner here 🦎 is it normal for the tank to go cloudy", "User is an axolotl owner"),  # no mark
     ("shellfish allergy over here 🦐 what can i order at a seafood place", "User has a shellfish allergy"),
     ("Nurse here.", "User works as a nurse"),
 ])

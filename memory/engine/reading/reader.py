@@ -311,7 +311,9 @@ def _said_here(doc) -> str:
         said = f"I'm {'an' if words[:1].lower() in 'aeiou' else 'a'} {words}."
     start = next((t.i for t in doc[here + 1:] if t.is_alpha or t.like_num), len(doc))  # past marks and emoji
     rest = doc[start:].text.strip()
-    asking = "?" in rest or any(t.lower_ in _ASKING_WORDS for t in parse(rest))
+    rest_doc = parse(rest) if rest else None
+    asking = rest_doc is not None and ("?" in rest or any(t.lower_ in _ASKING_WORDS for t in rest_doc)
+                                       or any(asks(sent) for sent in rest_doc.sents))
     if rest and not asking and not read(rest):
         return ""  # "Island girl here, Samoa born, Auckland raised": the rest is the label's, kept as said
     return f"{said} {rest[:1].upper()}{rest[1:]}" if rest else said
