@@ -119,6 +119,8 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
             # One transaction for the graph's writes: a segment that took several pages, or a page
             # that got its chain edge and then moved, is re-addressed once (graph.readdress_once).
             with graph.readdress_once():
+                # The user's lock, held to the block's end: the chain and the moves take it no more.
+                lock_user_state(user_id)
                 report.chained = _link_chains(user_id)
                 _overflow_stm(user_id, report, now)
                 if work.rederive:
@@ -240,12 +242,12 @@ def chain_newest_pages(chain_id, count: int) -> QuerySet[DialoguePage]:
 
 
 def _link_chains(user_id: int) -> int:
-    """Meta chain: link each new page to the previous one when the topic continues, and summarise."""
+    """Meta chain: link each new page to the previous one when the topic continues, and summarise.
+    Called holding the user's lock (maintenance_run takes it for the chain and the moves)."""
     params = memory_params()
     # The pages read under the user's lock, in one transaction: none can be chained meanwhile by
     # another run, so each is not read again, nor marked in a savepoint of its own.
     with transaction.atomic():
-        lock_user_state(user_id)
         todo = list(DialoguePage.objects.filter(user_id=user_id, status=PageStatus.COMPLETE, chain_done=False)
                     .exclude(embedding=b"").order_by("seq"))
         for page in todo:
@@ -275,7 +277,7 @@ def _overflow_stm(user_id: int, report: MaintenanceReport, now: datetime) -> Non
                                                         status=PageStatus.COMPLETE)
            .order_by("seq").values_list("id", flat=True)]
     for page_id in stm_overflow(ids, capacity=params.stm_capacity).move_to_mtm:
-        created = page_move_to_mtm(user_id=user_id, page_id=page_id, now=now)
+        created = page_move_to_mtm(user_id=user_id, page_id=page_id, now=now, locked=True)
         if created is not None:
             report.moved += 1
             report.created_segments += int(created)

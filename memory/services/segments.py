@@ -38,16 +38,18 @@ SUMMARY_PAGES = 12
 SUMMARY_FIELDS = ("id", "seq", "query", "response", "reply_model", "keywords", "embedding")
 
 
-def page_move_to_mtm(*, user_id: int, page_id: str, now: datetime | None = None) -> bool | None:
+def page_move_to_mtm(*, user_id: int, page_id: str, now: datetime | None = None, locked: bool = False) -> bool | None:
     """Move one page into its best segment (Fscore > θ) or a new one, at the memory's time `now`
-    (an imported conversation's clock; the wall clock when not given).
+    (an imported conversation's clock; the wall clock when not given). `locked`: the caller's
+    transaction already holds the user's lock (maintenance's), so it is not taken again.
 
     Returns True for a new segment, False for a merge, None when the page had already moved.
     """
     at = now or timezone.now()
     params = memory_params()
     with transaction.atomic():
-        lock_user_state(user_id)
+        if not locked:
+            lock_user_state(user_id)
         page = DialoguePage.objects.get(id=page_id, user_id=user_id)
         if page.tier != Tier.STM:
             return None
