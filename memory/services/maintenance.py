@@ -16,7 +16,8 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Exists, ExpressionWrapper, F, FloatField, QuerySet
+from django.db.models import Count, Exists, ExpressionWrapper, F, FloatField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.adapters import configured
@@ -127,7 +128,10 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
                     report.rederived = _rederive_segments(user_id)
             between_steps()
             report.summarised = _refresh_summaries(user_id)
-            report.evicted = segments_evict(user_id=user_id, now=now)
+            # Counted with the run's first read: that count and the segments made since are what
+            # eviction's own COUNT would find (one made meanwhile by another run is seen by the next).
+            active = None if work.active_segments is None else work.active_segments + report.created_segments
+            report.evicted = segments_evict(user_id=user_id, now=now, active=active)
             between_steps()
             report.promoted = _promote(user_id, now)
             # Promotion's facts are unchecked (a turn's are checked as they are stored).
@@ -151,15 +155,20 @@ class _WorkFound:
     unembedded: bool = True  # pages whose embedding failed (unembedded_pages_of)
     rederive: bool = True  # segments to derive again (rederive_segments_of)
     unchecked: bool = True  # facts no supersession detector has seen (unchecked_facts_of)
+    active_segments: int | None = None  # the user's active segments, when counted
 
 
 def _work_found(user_id: int) -> _WorkFound:
     """Whether each occasional step has work, as four EXISTS beside the user's row in one statement
-    (they were four). A user without a row (deleted meanwhile) has every step asked by its own read."""
+    (they were four), and how many active segments eviction weighs. A user without a row (deleted
+    meanwhile) has every step asked by its own read."""
+    active = (Segment.objects.filter(user_id=OuterRef("pk"), status=Segment.Status.ACTIVE).order_by()
+              .values("user_id").annotate(count=Count("id")).values("count"))
     found = (get_user_model().objects.filter(pk=user_id)
              .annotate(stopped=Exists(stopped_turn_pages_of(user_id)), unembedded=Exists(unembedded_pages_of(user_id)),
-                       rederive=Exists(rederive_segments_of(user_id)), unchecked=Exists(unchecked_facts_of(user_id)))
-             .values("stopped", "unembedded", "rederive", "unchecked").first())
+                       rederive=Exists(rederive_segments_of(user_id)), unchecked=Exists(unchecked_facts_of(user_id)),
+                       active_segments=Coalesce(Subquery(active), 0))
+             .values("stopped", "unembedded", "rederive", "unchecked", "active_segments").first())
     return _WorkFound(**found) if found is not None else _WorkFound()
 
 

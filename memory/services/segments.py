@@ -188,12 +188,15 @@ def _sync_move(user_id: int, point_ids: list[str], page_payload: dict, seg_point
 
 
 
-def segments_evict(*, user_id: int, now: datetime) -> list[str]:
-    """Over capacity the coldest segments leave MTM; their pages are archived, not deleted."""
+def segments_evict(*, user_id: int, now: datetime, active: int | None = None) -> list[str]:
+    """Over capacity the coldest segments leave MTM; their pages are archived, not deleted.
+    `active`: how many active segments the caller counted (maintenance, with its first read)."""
     params = memory_params()
     # Under capacity nothing leaves (plan_eviction): one COUNT, no lock, no rows read. A segment
     # made meanwhile by another run is seen by the next.
-    if Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).count() <= params.mtm_capacity:
+    if active is None:
+        active = Segment.objects.filter(user_id=user_id, status=Segment.Status.ACTIVE).count()
+    if active <= params.mtm_capacity:
         return []
     with transaction.atomic():
         lock_user_state(user_id)
