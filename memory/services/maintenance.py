@@ -119,7 +119,9 @@ def maintenance_run(*, user_id: int, now: datetime | None = None, index_turns_no
                 between_steps()
             # One transaction for the graph's writes: a segment that took several pages, or a page
             # that got its chain edge and then moved, is re-addressed once (graph.readdress_once).
-            with graph.readdress_once():
+            # One transaction, also where a benchmark turns re-addressing off (readdress_once is
+            # then no transaction of its own); no savepoint of its own inside readdress_once's.
+            with graph.readdress_once(), transaction.atomic(savepoint=False):
                 # The user's lock, held to the block's end: the chain and the moves take it no more.
                 lock_user_state(user_id)
                 report.chained = _link_chains(user_id)
