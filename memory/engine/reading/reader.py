@@ -230,6 +230,11 @@ def _unclefted(doc) -> str:
         if token.i == after.i:
             words.append(said)
     words += [t.text for t in doc if t.i > clause[-1].i and not (focus.i <= t.i < clause[0].i)]
+    return _joined(words)
+
+
+def _joined(words: list[str]) -> str:
+    """Words said again as one sentence: no space before a mark or a contraction, a capital first."""
     text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+('m|'s|'re|'ve|'d|'ll|n't)\b", r"\1", " ".join(words)))
     return text[:1].upper() + text[1:]
 
@@ -267,10 +272,7 @@ def _cleft_said_apart(doc) -> str:
             gap = next((c for c in verb.children if c.dep_ == "prt" and c.i in inner), verb)
         if gap is None:
             continue
-        words = [doc[:it.i].text, doc[end:gap.i + 1].text, focus.text, doc[gap.i + 1:].text]
-        text = " ".join(w for w in words if w)
-        text = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s+('m|'s|'re|'ve|'d|'ll|n't)\b", r"\1", text))
-        return text[:1].upper() + text[1:]
+        return _joined([w for w in (doc[:it.i].text, doc[end:gap.i + 1].text, focus.text, doc[gap.i + 1:].text) if w])
     return ""
 
 
@@ -302,13 +304,10 @@ def _said_here(doc) -> str:
     if not label or any(t.pos_ in _NOT_IN_A_LABEL or t.tag_ in ("VBG", "VBD", "VBN", "VBZ", "MD") for t in label) or (
             label[-1].pos_ not in ("NOUN", "PROPN") or label[-1].tag_ in ("NNS", "NNPS") or label[0].like_num):
         return ""
-    if after is not None and after.is_alpha and not after.is_punct:
+    if after is not None and after.is_alpha:
         return ""  # "My kids here are …": "here" inside a sentence that goes on
-    words = label.text
-    if label[-1].lemma_.lower() in _HAD:
-        said = f"I have {'an' if words[:1].lower() in 'aeiou' else 'a'} {words}."
-    else:
-        said = f"I'm {'an' if words[:1].lower() in 'aeiou' else 'a'} {words}."
+    article = "an" if label.text[:1].lower() in "aeiou" else "a"
+    said = f"{'I have' if label[-1].lemma_.lower() in _HAD else 'I am'} {article} {label.text}."
     start = next((t.i for t in doc[here + 1:] if t.is_alpha or t.like_num), len(doc))  # past marks and emoji
     rest = doc[start:].text.strip()
     rest_doc = parse(rest) if rest else None
